@@ -1,0 +1,97 @@
+// The chargeonce story in one run: a charge, a lost response and its retry, a double tap, a
+// reused key, a decline. Prints what each step returned and what the provider saw, and exits
+// non-zero if any provider key was charged more than once.
+import { randomUUID } from 'node:crypto';
+import {
+  ChargeOnceError,
+  createChargeEngine,
+  createEnginePool,
+  createFakeProvider,
+  migrate,
+  type ChargeOutcome,
+  type ChargeRequest,
+} from '../src/index.js';
+import { startDatabase } from './support/database.js';
+
+const database = await startDatabase();
+const pool = await createEnginePool(database.url);
+try {
+  await migrate(pool, { schema: 'chargeonce' });
+  // dedupe: false — the provider forgets nothing and forgives nothing: a second createCharge
+  // under the same key would be a second real charge, and the final check would catch it.
+  const provider = createFakeProvider({ dedupe: false });
+  const engine = createChargeEngine({ pool, provider, inProgress: { waitMs: 5_000 } });
+  const order = (amountMinor: number): ChargeRequest => ({
+    merchantId: 'm_shop',
+    customerId: 'c_ada',
+    amountMinor,
+    currency: 'NGN',
+    description: 'Order 4821',
+    metadata: { order: '4821' },
+  });
+  const attempt = async (label: string, key: string, request: ChargeRequest) => {
+    try {
+      show(label, await engine.processCharge(key, request));
+    } catch (error) {
+      if (!(error instanceof ChargeOnceError)) throw error;
+      console.log(`  ${label.padEnd(34)} ${error.httpStatus} ${error.code}`);
+    }
+  };
+
+  console.log(`\nchargeonce demo on ${database.source} PostgreSQL\n`);
+
+  console.log('1. A charge');
+  const first = `order-${randomUUID()}`;
+  await attempt('first attempt', first, order(2000));
+
+  console.log('2. The provider charges, then the response is lost');
+  const lost = `order-${randomUUID()}`;
+  provider.failNext('failAfterCharge');
+  await attempt('first attempt', lost, order(3500));
+  await attempt('retry, same key: adopts it', lost, order(3500));
+
+  console.log('3. A double tap: two requests at the same instant');
+  const tap = `order-${randomUUID()}`;
+  const [left, right] = await Promise.all([
+    engine.processCharge(tap, order(1200)),
+    engine.processCharge(tap, order(1200)),
+  ]);
+  show('tap one', left);
+  show('tap two', right);
+
+  console.log('4. The same key reused for a different amount');
+  await attempt('retry with amount 9999', first, order(9999));
+
+  console.log('5. A decline, and its retry');
+  const declined = `order-${randomUUID()}`;
+  provider.failNext('decline');
+  await attempt('first attempt', declined, order(500));
+  await attempt('retry, same key', declined, order(500));
+
+  console.log('\nWhat the provider saw');
+  console.log(`  createCharge calls: ${provider.calls.createCharge}`);
+  console.log(`  findCharge calls:   ${provider.calls.findCharge}`);
+  const perKey = new Map<string, number>();
+  for (const entry of provider.ledger()) {
+    perKey.set(entry.providerKey, (perKey.get(entry.providerKey) ?? 0) + 1);
+  }
+  const doubles = [...perKey.entries()].filter(([, n]) => n > 1);
+  console.log(`  real charges:       ${provider.ledger().length} for ${perKey.size} operations`);
+  if (doubles.length > 0) {
+    console.error(`\nDOUBLE CHARGE: ${doubles.length} provider keys were charged more than once`);
+    process.exitCode = 1;
+  } else {
+    console.log('\nEvery operation was charged exactly once.');
+  }
+} finally {
+  await pool.end();
+  await database.stop();
+}
+
+function show(label: string, outcome: ChargeOutcome): void {
+  const body = JSON.parse(outcome.body) as { id: string; providerChargeId: string | null };
+  const how = outcome.replayed ? 'replayed' : 'new';
+  console.log(
+    `  ${label.padEnd(34)} ${outcome.httpStatus} ${outcome.status.padEnd(9)} ${how.padEnd(8)} charge ${body.id.slice(0, 8)} provider ${String(body.providerChargeId).slice(0, 12)}`,
+  );
+}

@@ -1,0 +1,119 @@
+import { randomUUID } from 'node:crypto';
+import { IdempotencyKeyInUseError, IdempotencyKeyReusedError } from '../errors.js';
+import { deriveProviderKey, type ValidatedRequest } from '../request.js';
+import { claimKey, type ClaimInput } from '../store/claimKey.js';
+import type { ScopedKey } from '../store/keyState.js';
+import { withStore } from '../store/storeErrors.js';
+import { takeOverKey } from '../store/takeOverKey.js';
+import type { EngineEnv } from './engineEnv.js';
+import { replayOf, retryAfterForLease } from './outcomes.js';
+import { runReserveHook } from './reserveHook.js';
+import type { ChargeOutcome } from './types.js';
+
+/** This attempt owns the key and resumes at `point`. */
+export type OwnedKey = {
+  point: 'started' | 'reserved';
+  chargeId: string;
+  providerKey: string;
+  /** False only when no earlier attempt can have called the provider under this key. */
+  providerMayHaveCharged: boolean;
+};
+
+/** What the claim phase decided. */
+export type ClaimStep =
+  | { kind: 'owned'; owned: OwnedKey }
+  | { kind: 'response'; outcome: ChargeOutcome }
+  | { kind: 'lostRace' };
+
+/**
+ * Claims a new key (and reserves its charge in the same commit), or reads the existing one:
+ * replays it, refuses it, or takes it over when its lease ran out.
+ *
+ * @throws {IdempotencyKeyReusedError} the key belongs to a different request.
+ * @throws {IdempotencyKeyInUseError} another attempt holds the key.
+ */
+export async function claimPhase(
+  env: EngineEnv,
+  v: ValidatedRequest,
+  scoped: ScopedKey,
+  lockToken: string,
+): Promise<ClaimStep> {
+  const chargeId = randomUUID();
+  const providerKey = deriveProviderKey(scoped.merchantId, scoped.operation, scoped.key, chargeId);
+  const input: ClaimInput = {
+    ...scoped,
+    requestHash: v.fingerprint,
+    canonicalRequest: v.canonical,
+    chargeId,
+    providerKey,
+    lockToken,
+    leaseMs: env.leaseMs,
+    customerId: v.request.customerId,
+    amountMinor: v.request.amountMinor,
+    currency: v.request.currency,
+    description: v.request.description ?? null,
+    metadata: v.request.metadata ?? null,
+  };
+  const pool = await env.pool();
+  const reserveHook = env.hooks.reserve;
+  const result = await withStore(async () => {
+    if (!reserveHook) return claimKey(pool, env.tables, input);
+    // With a hook the claim, the intent and the caller's SQL share one explicit transaction.
+    return pool.transaction(async (tx) => {
+      const claim = await claimKey(tx, env.tables, input);
+      if (claim.kind !== 'claimed') return claim;
+      const rejected = await runReserveHook(tx, env, {
+        scoped,
+        lockToken,
+        chargeId,
+        providerKey,
+        request: v.request,
+      });
+      return rejected ? { kind: 'rejected' as const, outcome: rejected } : claim;
+    });
+  });
+
+  switch (result.kind) {
+    case 'claimed':
+      return {
+        kind: 'owned',
+        owned: { point: 'reserved', chargeId, providerKey, providerMayHaveCharged: false },
+      };
+    case 'rejected':
+      return { kind: 'response', outcome: result.outcome };
+    case 'vanished':
+      return { kind: 'lostRace' };
+    case 'existing':
+      break;
+  }
+
+  const state = result.state;
+  // The fingerprint check comes first: a different request never learns anything of the key.
+  if (state.requestHash !== v.fingerprint) throw new IdempotencyKeyReusedError();
+  if (state.recoveryPoint === 'completed') return { kind: 'response', outcome: replayOf(state) };
+  if (state.leaseHeld) {
+    throw new IdempotencyKeyInUseError(retryAfterForLease(state.leaseRemainingMs));
+  }
+  const taken = await withStore(() =>
+    takeOverKey(pool, env.tables, {
+      ...scoped,
+      requestHash: v.fingerprint,
+      lockToken,
+      leaseMs: env.leaseMs,
+    }),
+  );
+  if (!taken) return { kind: 'lostRace' };
+  return {
+    kind: 'owned',
+    owned: {
+      point: taken.recoveryPoint,
+      chargeId: taken.chargeId,
+      // Stored with the intent; derived the same way when the intent is not written yet.
+      providerKey:
+        taken.providerKey ??
+        deriveProviderKey(scoped.merchantId, scoped.operation, scoped.key, taken.chargeId),
+      // At `started` no intent was written, so no attempt can have called the provider.
+      providerMayHaveCharged: taken.recoveryPoint === 'reserved',
+    },
+  };
+}

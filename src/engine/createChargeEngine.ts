@@ -1,0 +1,138 @@
+import type { DatabasePool } from 'slonik';
+import { IdempotencyKeyInUseError, InvalidConfigurationError } from '../errors.js';
+import { validateChargeRequest, type ChargeRequest } from '../request.js';
+import { resolvePool } from '../store/resolvePool.js';
+import { withStore } from '../store/storeErrors.js';
+import { DEFAULT_SCHEMA, tablesIn } from '../store/tables.js';
+import type { EngineEnv } from './engineEnv.js';
+import { runAttempt } from './runAttempt.js';
+import type { ChargeEngineOptions, ChargeOutcome, InProgressPolicy } from './types.js';
+
+/** The engine: charges exactly once per key. */
+export type ChargeEngine = {
+  /**
+   * Charges once for `key`, however many times it is called, concurrently or not. A completed key
+   * returns its stored outcome (`replayed: true`), byte for byte; a decline is an outcome too.
+   *
+   * @throws {InvalidRequestError} the key or request is invalid; nothing was written.
+   * @throws {IdempotencyKeyReusedError} the key was used for a different request.
+   * @throws {IdempotencyKeyInUseError} another attempt holds the key (after `waitMs`, if set).
+   * @throws {ProviderUnavailableError} transient provider failure; retry with the same key.
+   * @throws {StoreUnavailableError} PostgreSQL is out of reach; retry with the same key.
+   */
+  processCharge(key: string, request: ChargeRequest): Promise<ChargeOutcome>;
+  /** Ends the pool if the engine created it from a connection string; a no-op otherwise. */
+  close(): Promise<void>;
+};
+
+const DEFAULTS = {
+  operation: 'charge',
+  leaseMs: 30_000,
+  providerTimeoutMs: 10_000,
+  retentionMs: 72 * 3_600_000,
+} as const;
+
+/** A lost race (the key vanished or was taken between two reads) is retried this many times. */
+const MAX_LOST_RACES = 5;
+
+/**
+ * Creates a charge engine. Run `migrate` on the database first.
+ *
+ * @throws {InvalidConfigurationError} for options that cannot work, such as
+ * `providerTimeoutMs >= leaseMs`.
+ */
+export function createChargeEngine(options: ChargeEngineOptions): ChargeEngine {
+  const env = buildEnv(options);
+  let owned: Promise<{ pool: DatabasePool; owned: boolean }> | undefined;
+  const resolve = () => (owned ??= withStore(() => resolvePool(options.pool)));
+  env.pool = async () => (await resolve()).pool;
+
+  return {
+    processCharge: async (key, request) => {
+      const v = validateChargeRequest(key, request);
+      return processWithPolicy(() => attemptUntilSettled(env, v), env.inProgress);
+    },
+    close: async () => {
+      if (!owned) return;
+      // A pool that never came up has nothing to end.
+      const resolved = await owned.catch(() => null);
+      if (resolved?.owned) await resolved.pool.end();
+    },
+  };
+}
+
+async function attemptUntilSettled(
+  env: EngineEnv,
+  v: ReturnType<typeof validateChargeRequest>,
+): Promise<ChargeOutcome> {
+  for (let races = 0; races < MAX_LOST_RACES; races++) {
+    const result = await runAttempt(env, v);
+    if (result.kind === 'outcome') return result.outcome;
+  }
+  // Keys keep changing hands under us: let the caller come back shortly.
+  throw new IdempotencyKeyInUseError(100);
+}
+
+/** With `{ waitMs }`, a key in use is polled until its outcome comes or the wait runs out. */
+async function processWithPolicy(
+  attempt: () => Promise<ChargeOutcome>,
+  policy: InProgressPolicy,
+): Promise<ChargeOutcome> {
+  if (policy === 'reject') return attempt();
+  const deadline = Date.now() + policy.waitMs;
+  let pauseMs = 20;
+  for (;;) {
+    try {
+      return await attempt();
+    } catch (error) {
+      const left = deadline - Date.now();
+      if (!(error instanceof IdempotencyKeyInUseError) || left <= 0) throw error;
+      await new Promise((resolve) => setTimeout(resolve, Math.min(pauseMs, left)));
+      pauseMs = Math.min(pauseMs * 2, 250);
+    }
+  }
+}
+
+function buildEnv(options: ChargeEngineOptions): EngineEnv {
+  const leaseMs = options.leaseMs ?? DEFAULTS.leaseMs;
+  const providerTimeoutMs = options.providerTimeoutMs ?? DEFAULTS.providerTimeoutMs;
+  const retentionMs = options.retentionMs ?? DEFAULTS.retentionMs;
+  const operation = options.operation ?? DEFAULTS.operation;
+  const inProgress = options.inProgress ?? 'reject';
+  requirePositiveInteger('leaseMs', leaseMs);
+  requirePositiveInteger('providerTimeoutMs', providerTimeoutMs);
+  requirePositiveInteger('retentionMs', retentionMs);
+  if (providerTimeoutMs >= leaseMs) {
+    throw new InvalidConfigurationError(
+      `providerTimeoutMs (${providerTimeoutMs}) must be less than leaseMs (${leaseMs}): an attempt must not still be waiting on the provider when its lease can be taken over`,
+    );
+  }
+  if (typeof operation !== 'string' || !/^[a-z][a-z0-9_.-]{0,62}$/.test(operation)) {
+    throw new InvalidConfigurationError('operation must be a short lower-case name, e.g. "charge"');
+  }
+  if (inProgress !== 'reject') {
+    if (!(Number.isInteger(inProgress.waitMs) && inProgress.waitMs >= 0)) {
+      throw new InvalidConfigurationError('inProgress.waitMs must be a non-negative integer');
+    }
+  }
+  if (!options.provider) throw new InvalidConfigurationError('provider is required');
+  if (!options.pool) throw new InvalidConfigurationError('pool is required');
+  return {
+    pool: () => Promise.reject(new Error('pool not resolved')),
+    tables: tablesIn(options.schema ?? DEFAULT_SCHEMA),
+    provider: options.provider,
+    operation,
+    leaseMs,
+    providerTimeoutMs,
+    retentionMs,
+    inProgress,
+    hooks: options.hooks ?? {},
+    faults: options.faults,
+  };
+}
+
+function requirePositiveInteger(name: string, value: number): void {
+  if (!(Number.isInteger(value) && value > 0)) {
+    throw new InvalidConfigurationError(`${name} must be a positive integer, got ${String(value)}`);
+  }
+}

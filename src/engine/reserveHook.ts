@@ -1,0 +1,58 @@
+import type { DatabaseTransactionConnection } from 'slonik';
+import { ChargeRejectedError } from '../errors.js';
+import type { ChargeRequest } from '../request.js';
+import { completeKey } from '../store/completeKey.js';
+import type { ScopedKey } from '../store/keyState.js';
+import type { EngineEnv } from './engineEnv.js';
+import type { ChargeOutcome } from './types.js';
+
+/**
+ * Runs the caller's `reserve` hook inside the reserve transaction, under a savepoint. A
+ * `ChargeRejectedError` undoes only the hook's writes and stores the rejection as the key's
+ * terminal outcome in the same transaction; any other error propagates and rolls it all back.
+ * Returns the rejection outcome, or null when the hook accepted the charge.
+ */
+export async function runReserveHook(
+  tx: DatabaseTransactionConnection,
+  env: EngineEnv,
+  charge: {
+    scoped: ScopedKey;
+    lockToken: string;
+    chargeId: string;
+    providerKey: string;
+    request: ChargeRequest;
+  },
+): Promise<ChargeOutcome | null> {
+  const hook = env.hooks.reserve;
+  if (!hook) return null;
+  try {
+    await tx.transaction(async (savepoint) => {
+      await hook(savepoint, {
+        ...charge.scoped,
+        chargeId: charge.chargeId,
+        providerKey: charge.providerKey,
+        request: charge.request,
+      });
+    });
+    return null;
+  } catch (error) {
+    if (!(error instanceof ChargeRejectedError)) throw error;
+    await completeKey(tx, env.tables, {
+      ...charge.scoped,
+      lockToken: charge.lockToken,
+      chargeStatus: 'rejected',
+      providerChargeId: null,
+      declineCode: null,
+      responseStatus: error.status,
+      responseBody: error.body,
+    });
+    return {
+      status: 'rejected',
+      httpStatus: error.status,
+      body: error.body,
+      replayed: false,
+      chargeId: charge.chargeId,
+      providerChargeId: null,
+    };
+  }
+}

@@ -1,0 +1,118 @@
+import type { DatabasePool, DatabaseTransactionConnection } from 'slonik';
+import type { PaymentProvider } from '../provider/PaymentProvider.js';
+import type { ChargeRequest } from '../request.js';
+
+/** How a charge ended. `succeeded` and `declined` come from the provider. */
+export type ChargeStatus = 'succeeded' | 'declined' | 'rejected' | 'cancelled';
+
+/** The result of `processCharge`: the same on the first attempt and on every replay. */
+export type ChargeOutcome = {
+  /** `rejected`: a `reserve` hook refused the charge; `cancelled`: a recovery worker gave up. */
+  status: ChargeStatus;
+  /** 201 succeeded, 402 declined, or the status a `reserve` hook rejected with. */
+  httpStatus: number;
+  /** The response body as JSON text, byte for byte what the first attempt produced. */
+  body: string;
+  /** True when this call returned a stored outcome instead of doing the work. */
+  replayed: boolean;
+  /** The local charge id (a UUID). */
+  chargeId: string;
+  /** The provider's charge id, or null when no provider charge exists. */
+  providerChargeId: string | null;
+};
+
+/** What every hook is told about the charge it runs for. */
+export type HookContext = {
+  merchantId: string;
+  operation: string;
+  key: string;
+  chargeId: string;
+  providerKey: string;
+  request: ChargeRequest;
+};
+
+/** What the `complete` hook is told on top of {@link HookContext}. */
+export type CompleteHookContext = HookContext & {
+  status: 'succeeded' | 'declined';
+  providerChargeId: string;
+  declineCode: string | null;
+  /** True when the provider charge was found by `findCharge` after an interrupted attempt. */
+  adopted: boolean;
+};
+
+/**
+ * The caller's own SQL, run inside chargeonce's phase transactions: it commits with the phase or
+ * not at all. A hook must use the `tx` it is given, never another connection.
+ */
+export type ChargeHooks = {
+  /**
+   * Runs in the transaction that claims the key and writes the charge intent, before money moves
+   * (reserve stock, hold an order). Throw `ChargeRejectedError(status, body)` to end the charge
+   * with that stored outcome; any other throw rolls the phase back and releases the key.
+   */
+  reserve?: (tx: DatabaseTransactionConnection, ctx: HookContext) => Promise<void>;
+  /** Runs in the transaction that records the provider's answer (mark the order paid). */
+  complete?: (tx: DatabaseTransactionConnection, ctx: CompleteHookContext) => Promise<void>;
+};
+
+/** Named boundaries of an attempt where a test or the chaos harness can inject a crash. */
+export type CrashPoint =
+  'afterReserveCommit' | 'beforeProviderCall' | 'afterProviderCall' | 'afterCompleteCommit';
+
+/**
+ * Decides, at each crash point, whether the attempt dies there. Tests and the chaos harness
+ * only: an injected crash rejects the attempt with `SimulatedCrashError` and runs no cleanup.
+ */
+export type FaultInjector = {
+  shouldCrash(
+    point: CrashPoint,
+    ctx: { merchantId: string; operation: string; key: string },
+  ): boolean;
+};
+
+/** What to do when another attempt holds the key. */
+export type InProgressPolicy = 'reject' | { waitMs: number };
+
+/** Options of {@link createChargeEngine}. */
+export type ChargeEngineOptions = {
+  /** A slonik pool, or a connection string (the engine then owns its pool; `close()` ends it). */
+  pool: DatabasePool | string;
+  /** The payment provider adapter. */
+  provider: PaymentProvider;
+  /**
+   * The schema `migrate` created.
+   * @defaultValue `'chargeonce'`
+   */
+  schema?: string;
+  /**
+   * The operation keys are scoped to, with the merchant.
+   * @defaultValue `'charge'`
+   */
+  operation?: string;
+  /**
+   * How long an attempt owns a key. Past it, another attempt may take over.
+   * @defaultValue `30_000`
+   */
+  leaseMs?: number;
+  /**
+   * How long a provider call may take; must be less than `leaseMs`, so an attempt cannot still be
+   * talking to the provider once its lease can be taken.
+   * @defaultValue `10_000`
+   */
+  providerTimeoutMs?: number;
+  /**
+   * How long the reaper keeps completed keys.
+   * @defaultValue `72 * 3600_000` (72 hours)
+   */
+  retentionMs?: number;
+  /**
+   * `'reject'` answers at once with `IdempotencyKeyInUseError`; `{ waitMs }` waits up to `waitMs`
+   * for the running attempt's outcome first.
+   * @defaultValue `'reject'`
+   */
+  inProgress?: InProgressPolicy;
+  /** The caller's own SQL, run inside the phase transactions. */
+  hooks?: ChargeHooks;
+  /** Crash injection for tests and the chaos harness. Leave unset in production. */
+  faults?: FaultInjector;
+};

@@ -1,0 +1,143 @@
+/**
+ * Every error chargeonce throws is a `ChargeOnceError`. Callers switch on the class or on the
+ * stable `code`, never on message text. `httpStatus` is what the HTTP edge answers with.
+ */
+export class ChargeOnceError extends Error {
+  /** Stable, machine-readable identifier of the error kind. */
+  readonly code: string;
+  /** The HTTP status an API built on chargeonce should answer with. */
+  readonly httpStatus: number;
+
+  constructor(code: string, httpStatus: number, message: string, options?: { cause?: unknown }) {
+    super(message, { cause: options?.cause });
+    this.name = new.target.name;
+    this.code = code;
+    this.httpStatus = httpStatus;
+  }
+}
+
+/** One problem found while validating a key or a request. */
+export type FieldIssue = { field: string; message: string };
+
+/**
+ * The key or the request is invalid. Raised before anything is written, so the key is not
+ * consumed: fix the request and retry with the same key.
+ */
+export class InvalidRequestError extends ChargeOnceError {
+  /** Every problem found, each naming its field (`idempotencyKey`, `amountMinor`, …). */
+  readonly issues: readonly FieldIssue[];
+
+  constructor(issues: readonly FieldIssue[], options?: { cause?: unknown }) {
+    const summary = issues.map((issue) => `${issue.field}: ${issue.message}`).join('; ');
+    super('invalid_request', 400, `Invalid request: ${summary}`, options);
+    this.issues = issues;
+  }
+}
+
+/** The key was already used for a different request (a different fingerprint). */
+export class IdempotencyKeyReusedError extends ChargeOnceError {
+  constructor(options?: { cause?: unknown }) {
+    super(
+      'idempotency_key_reused',
+      422,
+      'This idempotency key was already used with a different request.',
+      options,
+    );
+  }
+}
+
+/** Another attempt holds the key right now. Retry after `retryAfterMs`. */
+export class IdempotencyKeyInUseError extends ChargeOnceError {
+  /** How long the caller should wait before retrying, in milliseconds. */
+  readonly retryAfterMs: number;
+
+  constructor(retryAfterMs: number, options?: { cause?: unknown }) {
+    super(
+      'idempotency_key_in_use',
+      409,
+      'A request with this idempotency key is in progress.',
+      options,
+    );
+    this.retryAfterMs = retryAfterMs;
+  }
+}
+
+/**
+ * The payment provider failed transiently (timeout, reset, 5xx, 429). Nothing was stored and the
+ * claim was released: a retry with the same key resumes and adopts any charge that was made.
+ */
+export class ProviderUnavailableError extends ChargeOnceError {
+  /** A suggested wait before retrying, in milliseconds. */
+  readonly retryAfterMs: number;
+
+  constructor(retryAfterMs: number, options?: { cause?: unknown }) {
+    super('provider_unavailable', 503, 'The payment provider is unavailable.', options);
+    this.retryAfterMs = retryAfterMs;
+  }
+}
+
+/**
+ * The provider adapter threw something that is not a `ProviderTransientError`: a bug or a
+ * misconfiguration. The claim was released and the key stays at its recovery point.
+ */
+export class ProviderError extends ChargeOnceError {
+  constructor(options?: { cause?: unknown }) {
+    super('provider_error', 502, 'The payment provider adapter failed.', options);
+  }
+}
+
+/** PostgreSQL could not be reached or dropped the connection. Safe to retry with the same key. */
+export class StoreUnavailableError extends ChargeOnceError {
+  /** A suggested wait before retrying, in milliseconds. */
+  readonly retryAfterMs: number;
+
+  constructor(options?: { cause?: unknown; retryAfterMs?: number }) {
+    super('store_unavailable', 503, 'The idempotency store is unavailable.', options);
+    this.retryAfterMs = options?.retryAfterMs ?? 1_000;
+  }
+}
+
+/** The database was migrated by a newer chargeonce than this one; refusing to touch it. */
+export class SchemaVersionError extends ChargeOnceError {
+  constructor(message: string) {
+    super('schema_version', 500, message);
+  }
+}
+
+/** The engine was constructed with options that cannot work together. */
+export class InvalidConfigurationError extends ChargeOnceError {
+  constructor(message: string) {
+    super('invalid_configuration', 500, message);
+  }
+}
+
+/**
+ * Thrown by a `reserve` hook to end the charge with a stored outcome (a business refusal such as
+ * "out of stock"). The hook's own writes are rolled back; the outcome is stored and replayed.
+ */
+export class ChargeRejectedError extends ChargeOnceError {
+  /** The HTTP status to store and replay. */
+  readonly status: number;
+  /** The exact response body to store and replay. */
+  readonly body: string;
+
+  constructor(status: number, body: string) {
+    super('charge_rejected', status, `The charge was rejected with status ${status}.`);
+    this.status = status;
+    this.body = body;
+  }
+}
+
+/**
+ * An injected crash (tests and the chaos harness only). The attempt stopped where it was, as if
+ * the process had died: nothing was cleaned up and the claim was not released.
+ */
+export class SimulatedCrashError extends ChargeOnceError {
+  /** The crash point that fired. */
+  readonly point: string;
+
+  constructor(point: string) {
+    super('simulated_crash', 500, `Simulated crash at ${point}.`);
+    this.point = point;
+  }
+}

@@ -1,0 +1,32 @@
+import { sql, type IdentifierSqlToken } from 'slonik';
+import { InvalidConfigurationError } from '../errors.js';
+
+/** Escaped identifiers of chargeonce's tables in one schema: the only thing ever interpolated. */
+export type Tables = {
+  schema: string;
+  keys: IdentifierSqlToken;
+  charges: IdentifierSqlToken;
+  migrations: IdentifierSqlToken;
+};
+
+const SCHEMA_NAME = /^[a-z_][a-z0-9_]{0,62}$/;
+
+/** The default schema name. */
+export const DEFAULT_SCHEMA = 'chargeonce';
+
+/**
+ * @throws {InvalidConfigurationError} when the schema name is not a plain lower-case identifier.
+ */
+export function tablesIn(schema: string = DEFAULT_SCHEMA): Tables {
+  if (!SCHEMA_NAME.test(schema)) {
+    throw new InvalidConfigurationError(
+      `schema must match ${String(SCHEMA_NAME)}, got ${JSON.stringify(schema)}`,
+    );
+  }
+  return {
+    schema,
+    keys: sql.identifier([schema, 'idempotency_keys']),
+    charges: sql.identifier([schema, 'charges']),
+    migrations: sql.identifier([schema, 'schema_migrations']),
+  };
+}

@@ -1,0 +1,58 @@
+import { z } from 'zod';
+import { sql, type CommonQueryMethods } from 'slonik';
+import { nowPlusMs, RECOVERY_POINTS, type RecoveryPoint, type ScopedKey } from './keyState.js';
+import type { Tables } from './tables.js';
+
+/** What an attempt that took a key over resumes from. */
+export type TakenKey = {
+  recoveryPoint: Exclude<RecoveryPoint, 'completed'>;
+  chargeId: string;
+  attempts: number;
+  /** Null at `started`: the charge intent is not written yet. */
+  providerKey: string | null;
+};
+
+const takenRow = z.object({
+  recovery_point: z.enum(RECOVERY_POINTS),
+  charge_id: z.string(),
+  attempts: z.number().int(),
+  provider_key: z.string().nullable(),
+});
+
+/**
+ * Takes over an unfinished key whose lease ran out or was released, with a new lock token
+ * (fencing: the previous holder's token no longer matches, so it can write nothing more).
+ * Returns null when another attempt took it first or it completed meanwhile.
+ */
+export async function takeOverKey(
+  db: CommonQueryMethods,
+  tables: Tables,
+  scoped: ScopedKey & { requestHash: string; lockToken: string; leaseMs: number },
+): Promise<TakenKey | null> {
+  const row = await db.maybeOne(sql.type(takenRow)`
+    WITH taken AS (
+      UPDATE ${tables.keys}
+      SET lock_token = ${scoped.lockToken}::uuid,
+          locked_until = ${nowPlusMs(scoped.leaseMs)},
+          attempts = attempts + 1,
+          updated_at = now()
+      WHERE merchant_id = ${scoped.merchantId}
+        AND operation = ${scoped.operation}
+        AND key = ${scoped.key}
+        AND request_hash = ${scoped.requestHash}
+        AND recovery_point <> 'completed'
+        AND (lock_token IS NULL OR locked_until <= now())
+      RETURNING merchant_id, recovery_point, charge_id, attempts
+    )
+    SELECT t.recovery_point, t.charge_id::text AS charge_id, t.attempts, c.provider_key
+    FROM taken t
+    LEFT JOIN ${tables.charges} c ON c.merchant_id = t.merchant_id AND c.id = t.charge_id
+  `);
+  if (!row || row.recovery_point === 'completed') return null;
+  return {
+    recoveryPoint: row.recovery_point,
+    chargeId: row.charge_id,
+    attempts: row.attempts,
+    providerKey: row.provider_key,
+  };
+}

@@ -1,0 +1,106 @@
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { createChargeEngine, createFakeProvider, InvalidRequestError } from '../../src/index.js';
+import { createTestDatabase, type TestDatabase } from '../support/testDatabase.js';
+import { aKey, aRequest, countRows } from '../support/charges.js';
+
+let db: TestDatabase;
+beforeAll(async () => {
+  db = await createTestDatabase();
+});
+afterAll(async () => {
+  await db.drop();
+});
+
+const valid = aRequest({ merchantId: 'm_validation' });
+
+const badRequests: Array<[string, string, unknown]> = [
+  ['merchantId missing', 'merchantId', { ...valid, merchantId: undefined }],
+  ['merchantId empty', 'merchantId', { ...valid, merchantId: '' }],
+  ['merchantId blank', 'merchantId', { ...valid, merchantId: '   ' }],
+  ['customerId empty', 'customerId', { ...valid, customerId: '' }],
+  ['customerId not a string', 'customerId', { ...valid, customerId: 42 }],
+  ['amountMinor zero', 'amountMinor', { ...valid, amountMinor: 0 }],
+  ['amountMinor negative', 'amountMinor', { ...valid, amountMinor: -5 }],
+  ['amountMinor fractional', 'amountMinor', { ...valid, amountMinor: 10.5 }],
+  ['amountMinor unsafe', 'amountMinor', { ...valid, amountMinor: Number.MAX_SAFE_INTEGER + 1 }],
+  ['amountMinor a string', 'amountMinor', { ...valid, amountMinor: '2000' }],
+  ['amountMinor NaN', 'amountMinor', { ...valid, amountMinor: Number.NaN }],
+  ['currency lower case', 'currency', { ...valid, currency: 'ngn' }],
+  ['currency too long', 'currency', { ...valid, currency: 'NGNX' }],
+  ['currency missing', 'currency', { ...valid, currency: undefined }],
+  ['metadata value not a string', 'metadata.order', { ...valid, metadata: { order: 4821 } }],
+  ['metadata value too long', 'metadata.note', { ...valid, metadata: { note: 'x'.repeat(501) } }],
+  [
+    'metadata with too many keys',
+    'metadata',
+    {
+      ...valid,
+      metadata: Object.fromEntries(Array.from({ length: 51 }, (_, i) => [`k${i}`, 'v'])),
+    },
+  ],
+  ['description too long', 'description', { ...valid, description: 'd'.repeat(1001) }],
+  ['unknown field', 'request', { ...valid, amount: 2000 }],
+  ['not an object', 'request', 'charge me'],
+];
+
+const badKeys: Array<[string, unknown]> = [
+  ['empty', ''],
+  ['too long', 'k'.repeat(256)],
+  ['non-ASCII', 'clé-ü'],
+  ['a control character', 'key\n1'],
+  ['not a string', 12345],
+];
+
+describe('validation happens before anything is written', () => {
+  it.each(badRequests)('rejects %s, naming %s', async (_name, field, request) => {
+    const provider = createFakeProvider();
+    const engine = createChargeEngine({ pool: db.pool, provider });
+    const before = await countRows(db.pool, db.tables.keys);
+    const key = aKey();
+
+    const error = await engine.processCharge(key, request as never).catch((e: unknown) => e);
+
+    expect(error).toBeInstanceOf(InvalidRequestError);
+    expect(error).toMatchObject({ code: 'invalid_request', httpStatus: 400 });
+    expect((error as InvalidRequestError).issues.map((i) => i.field)).toContain(field);
+    expect(await countRows(db.pool, db.tables.keys)).toBe(before);
+    expect(provider.calls).toEqual({ createCharge: 0, findCharge: 0 });
+    // The key was not consumed: the corrected request goes through with it.
+    const outcome = await engine.processCharge(key, valid);
+    expect(outcome.replayed).toBe(false);
+  });
+
+  it.each(badKeys)('rejects a key that is %s', async (_name, key) => {
+    const provider = createFakeProvider();
+    const engine = createChargeEngine({ pool: db.pool, provider });
+    const before = await countRows(db.pool, db.tables.keys);
+
+    const error = await engine.processCharge(key as string, valid).catch((e: unknown) => e);
+
+    expect(error).toBeInstanceOf(InvalidRequestError);
+    expect((error as InvalidRequestError).issues.map((i) => i.field)).toContain('idempotencyKey');
+    expect(await countRows(db.pool, db.tables.keys)).toBe(before);
+    expect(provider.calls.createCharge).toBe(0);
+  });
+
+  it('accepts the longest key and every printable ASCII character', async () => {
+    const engine = createChargeEngine({ pool: db.pool, provider: createFakeProvider() });
+    const printable = Array.from({ length: 95 }, (_, i) => String.fromCharCode(32 + i)).join('');
+    await expect(engine.processCharge('k'.repeat(255), valid)).resolves.toMatchObject({
+      status: 'succeeded',
+    });
+    await expect(engine.processCharge(printable, valid)).resolves.toMatchObject({
+      status: 'succeeded',
+    });
+  });
+
+  it('reports every invalid field at once', async () => {
+    const engine = createChargeEngine({ pool: db.pool, provider: createFakeProvider() });
+    const error = (await engine
+      .processCharge('', { ...valid, amountMinor: 0, currency: 'x' })
+      .catch((e: unknown) => e)) as InvalidRequestError;
+    expect(error.issues.map((i) => i.field).sort()).toEqual(
+      ['amountMinor', 'currency', 'idempotencyKey'].sort(),
+    );
+  });
+});

@@ -1,0 +1,120 @@
+import { randomUUID } from 'node:crypto';
+import { z } from 'zod';
+import { sql, type DatabasePool } from 'slonik';
+import type { ChargeRequest } from '../../src/request.js';
+import { deriveProviderKey, validateChargeRequest } from '../../src/request.js';
+import type { Tables } from '../../src/store/tables.js';
+
+/** A valid request; override what a test cares about. */
+export function aRequest(overrides: Partial<ChargeRequest> = {}): ChargeRequest {
+  return {
+    merchantId: 'm_1',
+    customerId: 'c_42',
+    amountMinor: 2000,
+    currency: 'NGN',
+    ...overrides,
+  };
+}
+
+/** A key no other test uses. */
+export function aKey(): string {
+  return `key-${randomUUID()}`;
+}
+
+const keyRow = z.object({
+  recovery_point: z.string(),
+  lock_token: z.string().nullable(),
+  attempts: z.number(),
+  response_status: z.number().nullable(),
+  response_body: z.string().nullable(),
+  charge_id: z.string(),
+});
+
+/** The stored key row, straight from the table. */
+export async function readKey(pool: DatabasePool, tables: Tables, merchantId: string, key: string) {
+  return pool.maybeOne(sql.type(keyRow)`
+    SELECT recovery_point, lock_token::text, attempts, response_status, response_body,
+      charge_id::text
+    FROM ${tables.keys} WHERE merchant_id = ${merchantId} AND operation = 'charge' AND key = ${key}`);
+}
+
+const chargeRow = z.object({
+  id: z.string(),
+  status: z.string(),
+  provider_key: z.string(),
+  provider_charge_id: z.string().nullable(),
+  amount_minor: z.number(),
+});
+
+/** Every local charge row of a merchant. */
+export async function readCharges(pool: DatabasePool, tables: Tables, merchantId: string) {
+  return pool.any(sql.type(chargeRow)`
+    SELECT id::text, status, provider_key, provider_charge_id, amount_minor
+    FROM ${tables.charges} WHERE merchant_id = ${merchantId}`);
+}
+
+/** How many rows a table holds. */
+export async function countRows(pool: DatabasePool, table: Tables['keys']): Promise<number> {
+  return pool.oneFirst(
+    sql.type(z.object({ n: z.number() }))`SELECT count(*)::int4 AS n FROM ${table}`,
+  );
+}
+
+/**
+ * Writes a key as an interrupted attempt would have left it at `point`, with its lease already
+ * run out: what a retry or a recovery worker finds after a crash. Returns its provider key.
+ */
+export async function seedInterruptedKey(
+  pool: DatabasePool,
+  tables: Tables,
+  key: string,
+  request: ChargeRequest,
+  point: 'started' | 'reserved',
+): Promise<{ chargeId: string; providerKey: string }> {
+  const v = validateChargeRequest(key, request);
+  const chargeId = randomUUID();
+  const providerKey = deriveProviderKey(request.merchantId, 'charge', key, chargeId);
+  await pool.transaction(async (tx) => {
+    await tx.query(sql.unsafe`
+      INSERT INTO ${tables.keys} (merchant_id, operation, key, request_hash, request,
+        recovery_point, charge_id, lock_token, locked_until)
+      VALUES (${request.merchantId}, 'charge', ${key}, ${v.fingerprint}, ${v.canonical}, ${point},
+        ${chargeId}::uuid, ${randomUUID()}::uuid, now() - interval '1 second')`);
+    if (point === 'reserved') {
+      await tx.query(sql.unsafe`
+        INSERT INTO ${tables.charges} (merchant_id, id, customer_id, amount_minor, currency,
+          provider_key, status)
+        VALUES (${request.merchantId}, ${chargeId}::uuid, ${request.customerId},
+          ${request.amountMinor}, ${request.currency}, ${providerKey}, 'reserved')`);
+    }
+  });
+  return { chargeId, providerKey };
+}
+
+/** Ends the lease of a key now, as if its holder had stalled past `leaseMs`. */
+export async function expireLease(
+  pool: DatabasePool,
+  tables: Tables,
+  merchantId: string,
+  key: string,
+) {
+  await pool.query(sql.unsafe`
+    UPDATE ${tables.keys} SET locked_until = now() - interval '1 millisecond'
+    WHERE merchant_id = ${merchantId} AND key = ${key}`);
+}
+
+/** Polls `check` until it holds; for waiting on another attempt's progress, not for timing. */
+export async function waitFor(check: () => Promise<boolean>, timeoutMs = 5_000): Promise<void> {
+  const deadline = Date.now() + timeoutMs;
+  while (!(await check())) {
+    if (Date.now() > deadline) throw new Error('condition not met in time');
+    await new Promise((resolve) => setTimeout(resolve, 10));
+  }
+}
+
+/** A gate a fake provider call can wait on, opened by the test. */
+export function aGate(): { wait: () => Promise<void>; open: () => void } {
+  let open!: () => void;
+  const opened = new Promise<void>((resolve) => (open = resolve));
+  return { wait: () => opened, open };
+}
