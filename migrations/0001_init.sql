@@ -21,6 +21,9 @@ CREATE TABLE idempotency_keys (
   lock_token      uuid,
   locked_until    timestamptz,
   attempts        integer     NOT NULL DEFAULT 1,
+  -- Why the last attempt stopped short (a provider failure, say), and why a key was marked
+  -- `failed`: what a person reads in `listStuck()`.
+  last_error      text,
   -- The stored outcome, replayed byte for byte (text, not jsonb: jsonb reorders keys).
   response_status integer,
   response_body   text,
@@ -29,15 +32,15 @@ CREATE TABLE idempotency_keys (
   completed_at    timestamptz,
   PRIMARY KEY (merchant_id, operation, key),
   CONSTRAINT idempotency_keys_recovery_point_check
-    CHECK (recovery_point IN ('started', 'reserved', 'completed')),
+    CHECK (recovery_point IN ('started', 'reserved', 'completed', 'failed')),
   CONSTRAINT idempotency_keys_completed_has_response
     CHECK ((recovery_point = 'completed') = (response_status IS NOT NULL AND response_body IS NOT NULL))
 );
 
--- Recovery workers look for unfinished keys whose lease ran out; the reaper for old completed ones.
+-- The sweeper looks for unfinished keys, oldest activity first; the reaper for old completed ones.
 CREATE INDEX idempotency_keys_unfinished_idx
-  ON idempotency_keys (locked_until)
-  WHERE recovery_point <> 'completed';
+  ON idempotency_keys (updated_at)
+  WHERE recovery_point IN ('started', 'reserved');
 CREATE INDEX idempotency_keys_completed_at_idx
   ON idempotency_keys (completed_at)
   WHERE recovery_point = 'completed';

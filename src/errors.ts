@@ -86,6 +86,21 @@ export class ProviderError extends ChargeOnceError {
   }
 }
 
+/**
+ * The key was parked in the `failed` state after the recovery worker's `maxAttempts`: a person
+ * must look at it (`engine.listStuck()` says why). Not retryable as is.
+ */
+export class ChargeNeedsAttentionError extends ChargeOnceError {
+  constructor(options?: { cause?: unknown }) {
+    super(
+      'charge_needs_attention',
+      500,
+      'This charge could not be finished automatically and needs a person.',
+      options,
+    );
+  }
+}
+
 /** PostgreSQL could not be reached or dropped the connection. Safe to retry with the same key. */
 export class StoreUnavailableError extends ChargeOnceError {
   /** A suggested wait before retrying, in milliseconds. */

@@ -1,8 +1,11 @@
 import type { ChargeRequest } from '../request.js';
 import type { ChargeStatus } from './types.js';
 
-/** HTTP statuses of the provider's two answers. */
-export const HTTP_STATUS = { succeeded: 201, declined: 402 } as const;
+/**
+ * HTTP statuses of terminal outcomes. A cancelled charge is 410 Gone: that operation is over and
+ * was never charged; a new attempt needs a new key.
+ */
+export const HTTP_STATUS = { succeeded: 201, declined: 402, cancelled: 410 } as const;
 
 /**
  * The response body of a charge, as JSON text. Built once, stored as text and replayed as is:

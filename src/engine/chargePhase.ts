@@ -1,3 +1,4 @@
+import type { DatabaseTransactionConnection } from 'slonik';
 import {
   IdempotencyKeyInUseError,
   ProviderError,
@@ -23,13 +24,28 @@ import type { ChargeOutcome, CrashPoint } from './types.js';
 /** How long to suggest a caller waits after a transient provider failure. */
 const PROVIDER_RETRY_AFTER_MS = 1_000;
 
-type OwnedCharge = {
+/** A charge whose key this attempt holds, at `reserved`. */
+export type OwnedCharge = {
   scoped: ScopedKey;
   lockToken: string;
   chargeId: string;
   providerKey: string;
   request: ChargeRequest;
+  /** False only when no earlier attempt can have called the provider under this key. */
   providerMayHaveCharged: boolean;
+};
+
+/**
+ * What to do when the provider has no charge under the key: make it (a client retry, or a
+ * recovery worker told to finish charges), or cancel (the recovery worker's default for a charge
+ * its client abandoned).
+ */
+export type WhenNotFound = 'create' | 'cancel';
+
+/** The outcome, and how it came about (the recovery worker counts these). */
+export type ChargePhaseResult = {
+  outcome: ChargeOutcome;
+  source: 'created' | 'adopted' | 'cancelled';
 };
 
 /** Throws `SimulatedCrashError` when the fault injector says this attempt dies at `point`. */
@@ -45,73 +61,135 @@ export function crashPoint(env: EngineEnv, point: CrashPoint, scoped: ScopedKey)
  * `reserved`, nothing stored.
  * @throws {IdempotencyKeyInUseError} the lease was lost; the attempt that took over finishes.
  */
-export async function chargePhase(env: EngineEnv, charge: OwnedCharge): Promise<ChargeOutcome> {
+export async function chargePhase(
+  env: EngineEnv,
+  charge: OwnedCharge,
+  whenNotFound: WhenNotFound = 'create',
+): Promise<ChargePhaseResult> {
   crashPoint(env, 'beforeProviderCall', charge.scoped);
-  const { providerCharge, adopted } = await obtainProviderCharge(env, charge);
+  const found = await obtainProviderCharge(env, charge, whenNotFound);
+  if (found === null) return cancelCharge(env, charge);
+  const { providerCharge, adopted } = found;
   crashPoint(env, 'afterProviderCall', charge.scoped);
 
   const declineCode =
     providerCharge.status === 'declined' ? (providerCharge.declineCode ?? null) : null;
-  const body = chargeBody({
-    chargeId: charge.chargeId,
-    status: providerCharge.status,
-    request: charge.request,
-    providerChargeId: providerCharge.id,
-    declineCode,
-  });
-  const completion: CompletionInput = {
+  const completion = terminal(charge, providerCharge.status, providerCharge.id, declineCode);
+  const completeHook = env.hooks.complete;
+  await writeTerminal(
+    env,
+    charge,
+    completion,
+    completeHook &&
+      ((tx) =>
+        completeHook(tx, {
+          ...hookContext(charge),
+          status: providerCharge.status,
+          providerChargeId: providerCharge.id,
+          declineCode,
+          adopted,
+        })),
+  );
+  crashPoint(env, 'afterCompleteCommit', charge.scoped);
+  return { outcome: outcomeOf(charge, completion), source: adopted ? 'adopted' : 'created' };
+}
+
+/**
+ * Ends a charge the provider never made: a terminal `cancelled` outcome (410, replayed to any
+ * later retry) and the caller's `cancel` hook to release the reservation, in one commit.
+ */
+async function cancelCharge(env: EngineEnv, charge: OwnedCharge): Promise<ChargePhaseResult> {
+  const completion = terminal(charge, 'cancelled', null, null);
+  const cancelHook = env.hooks.cancel;
+  await writeTerminal(
+    env,
+    charge,
+    completion,
+    cancelHook && ((tx) => cancelHook(tx, hookContext(charge))),
+  );
+  return { outcome: outcomeOf(charge, completion), source: 'cancelled' };
+}
+
+function terminal(
+  charge: OwnedCharge,
+  status: 'succeeded' | 'declined' | 'cancelled',
+  providerChargeId: string | null,
+  declineCode: string | null,
+): CompletionInput {
+  return {
     ...charge.scoped,
     lockToken: charge.lockToken,
-    chargeStatus: providerCharge.status,
-    providerChargeId: providerCharge.id,
+    chargeStatus: status,
+    providerChargeId,
     declineCode,
-    responseStatus: HTTP_STATUS[providerCharge.status],
-    responseBody: body,
+    responseStatus: HTTP_STATUS[status],
+    responseBody: chargeBody({
+      chargeId: charge.chargeId,
+      status,
+      request: charge.request,
+      providerChargeId,
+      declineCode,
+    }),
   };
+}
+
+function outcomeOf(charge: OwnedCharge, completion: CompletionInput): ChargeOutcome {
+  return {
+    status: completion.chargeStatus,
+    httpStatus: completion.responseStatus,
+    body: completion.responseBody,
+    replayed: false,
+    chargeId: charge.chargeId,
+    providerChargeId: completion.providerChargeId,
+  };
+}
+
+function hookContext(charge: OwnedCharge) {
+  return {
+    ...charge.scoped,
+    chargeId: charge.chargeId,
+    providerKey: charge.providerKey,
+    request: charge.request,
+  };
+}
+
+/**
+ * Writes a terminal outcome, fenced by the lock token, with the caller's hook in the same
+ * transaction when there is one (then the fenced write goes first: a zombie's hook never runs).
+ */
+async function writeTerminal(
+  env: EngineEnv,
+  charge: OwnedCharge,
+  completion: CompletionInput,
+  hook: ((tx: DatabaseTransactionConnection) => Promise<void>) | undefined,
+): Promise<void> {
   const pool = await env.pool();
-  const completeHook = env.hooks.complete;
   await withStore(async () => {
-    if (!completeHook) {
+    if (!hook) {
       if (!(await completeKey(pool, env.tables, completion))) throw leaseLost();
       return;
     }
     try {
       await pool.transaction(async (tx) => {
-        // The fenced write goes first: a zombie's hook never runs.
         if (!(await completeKey(tx, env.tables, completion))) throw leaseLost();
-        await completeHook(tx, {
-          ...charge.scoped,
-          chargeId: charge.chargeId,
-          providerKey: charge.providerKey,
-          request: charge.request,
-          status: providerCharge.status,
-          providerChargeId: providerCharge.id,
-          declineCode,
-          adopted,
-        });
+        await hook(tx);
       });
     } catch (error) {
       // The hook failed and the phase rolled back; the key stays `reserved`. Give the lease
-      // back so a retry adopts the provider's charge now instead of after the lease runs out.
-      if (!(error instanceof IdempotencyKeyInUseError)) await releaseQuietly(env, charge);
+      // back so a retry finishes it now instead of after the lease runs out.
+      if (!(error instanceof IdempotencyKeyInUseError)) {
+        await releaseQuietly(env, charge, errorText(error));
+      }
       throw error;
     }
   });
-  crashPoint(env, 'afterCompleteCommit', charge.scoped);
-  return {
-    status: providerCharge.status,
-    httpStatus: completion.responseStatus,
-    body,
-    replayed: false,
-    chargeId: charge.chargeId,
-    providerChargeId: providerCharge.id,
-  };
 }
 
 async function obtainProviderCharge(
   env: EngineEnv,
   charge: OwnedCharge,
-): Promise<{ providerCharge: ProviderCharge; adopted: boolean }> {
+  whenNotFound: WhenNotFound,
+): Promise<{ providerCharge: ProviderCharge; adopted: boolean } | null> {
   const { provider, providerTimeoutMs } = env;
   try {
     if (charge.providerMayHaveCharged) {
@@ -123,6 +201,7 @@ async function obtainProviderCharge(
       );
       if (found) return { providerCharge: found, adopted: true };
     }
+    if (whenNotFound === 'cancel') return null;
     const input: CreateChargeInput = {
       providerKey: charge.providerKey,
       customerId: charge.request.customerId,
@@ -139,10 +218,10 @@ async function obtainProviderCharge(
     );
     return { providerCharge: created, adopted: false };
   } catch (error) {
+    if (error instanceof SimulatedCrashError) throw error;
     // Whether money moved is unknown. Keep `reserved` (the next attempt asks the provider) and
     // give the lease back so that attempt need not wait for it to run out.
-    if (error instanceof SimulatedCrashError) throw error;
-    await releaseQuietly(env, charge);
+    await releaseQuietly(env, charge, errorText(error));
     if (error instanceof ProviderTransientError) {
       throw new ProviderUnavailableError(PROVIDER_RETRY_AFTER_MS, { cause: error });
     }
@@ -150,14 +229,26 @@ async function obtainProviderCharge(
   }
 }
 
+function errorText(error: unknown): string {
+  return (error instanceof Error ? `${error.name}: ${error.message}` : String(error)).slice(0, 500);
+}
+
 /**
- * Releases the lease after a provider failure. If the store is down too, the provider's error is
+ * Releases the lease after a failure, noting why. If the store is down too, the first error is
  * still the one to report: the lease simply runs out and the next attempt takes over then.
  */
-async function releaseQuietly(env: EngineEnv, charge: OwnedCharge): Promise<void> {
+async function releaseQuietly(
+  env: EngineEnv,
+  charge: OwnedCharge,
+  lastError: string,
+): Promise<void> {
   try {
     const pool = await env.pool();
-    await releaseKey(pool, env.tables, { ...charge.scoped, lockToken: charge.lockToken });
+    await releaseKey(pool, env.tables, {
+      ...charge.scoped,
+      lockToken: charge.lockToken,
+      lastError,
+    });
   } catch {
     // Deliberately ignored: see above.
   }

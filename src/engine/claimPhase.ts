@@ -1,5 +1,9 @@
 import { randomUUID } from 'node:crypto';
-import { IdempotencyKeyInUseError, IdempotencyKeyReusedError } from '../errors.js';
+import {
+  ChargeNeedsAttentionError,
+  IdempotencyKeyInUseError,
+  IdempotencyKeyReusedError,
+} from '../errors.js';
 import { deriveProviderKey, type ValidatedRequest } from '../request.js';
 import { claimKey, type ClaimInput } from '../store/claimKey.js';
 import type { ScopedKey } from '../store/keyState.js';
@@ -91,6 +95,7 @@ export async function claimPhase(
   // The fingerprint check comes first: a different request never learns anything of the key.
   if (state.requestHash !== v.fingerprint) throw new IdempotencyKeyReusedError();
   if (state.recoveryPoint === 'completed') return { kind: 'response', outcome: replayOf(state) };
+  if (state.recoveryPoint === 'failed') throw new ChargeNeedsAttentionError();
   if (state.leaseHeld) {
     throw new IdempotencyKeyInUseError(retryAfterForLease(state.leaseRemainingMs));
   }

@@ -5,6 +5,16 @@ import { resolvePool } from '../store/resolvePool.js';
 import { withStore } from '../store/storeErrors.js';
 import { DEFAULT_SCHEMA, tablesIn } from '../store/tables.js';
 import type { EngineEnv } from './engineEnv.js';
+import { reap, type ReapOptions } from '../recovery/reap.js';
+import { startRecovery, type RecoveryLoopOptions } from '../recovery/startRecovery.js';
+import {
+  sweep,
+  type SweepOptions,
+  type SweepResult,
+  type SweepSettings,
+} from '../recovery/sweep.js';
+import { listFailedKeys, type StuckKey } from '../store/listFailedKeys.js';
+import { readKeyStatus, type KeyStatus } from '../store/readKeyStatus.js';
 import { runAttempt } from './runAttempt.js';
 import type { ChargeEngineOptions, ChargeOutcome, InProgressPolicy } from './types.js';
 
@@ -21,6 +31,26 @@ export type ChargeEngine = {
    * @throws {StoreUnavailableError} PostgreSQL is out of reach; retry with the same key.
    */
   processCharge(key: string, request: ChargeRequest): Promise<ChargeOutcome>;
+  /**
+   * One recovery pass: finishes abandoned charges (adopt, cancel or complete; see `onAbandoned`).
+   * Safe to run from any number of processes at once.
+   * @throws {StoreUnavailableError} PostgreSQL is out of reach.
+   */
+  sweep(options?: SweepOptions): Promise<SweepResult>;
+  /**
+   * Deletes completed keys older than `retentionMs`, in batches; returns how many.
+   * @throws {StoreUnavailableError} PostgreSQL is out of reach.
+   */
+  reap(options?: ReapOptions): Promise<number>;
+  /** Keys parked in `failed` after `maxAttempts`, oldest first, with why. */
+  listStuck(options?: { limit?: number }): Promise<StuckKey[]>;
+  /** Keys per recovery point, abandoned keys, and the age of the oldest unfinished key. */
+  status(): Promise<KeyStatus>;
+  /**
+   * Runs sweep and reap passes every `intervalMs` (jittered) until `signal` aborts; resolves then.
+   * Errors go to `onError` and never end the loop.
+   */
+  startRecovery(options?: RecoveryLoopOptions): Promise<void>;
   /** Ends the pool if the engine created it from a connection string; a no-op otherwise. */
   close(): Promise<void>;
 };
@@ -43,6 +73,7 @@ const MAX_LOST_RACES = 5;
  */
 export function createChargeEngine(options: ChargeEngineOptions): ChargeEngine {
   const env = buildEnv(options);
+  const recovery = recoverySettings(options, env.leaseMs);
   let owned: Promise<{ pool: DatabasePool; owned: boolean }> | undefined;
   const resolve = () => (owned ??= withStore(() => resolvePool(options.pool)));
   env.pool = async () => (await resolve()).pool;
@@ -52,6 +83,21 @@ export function createChargeEngine(options: ChargeEngineOptions): ChargeEngine {
       const v = validateChargeRequest(key, request);
       return processWithPolicy(() => attemptUntilSettled(env, v), env.inProgress);
     },
+    sweep: (sweepOptions) => sweep(env, recovery, sweepOptions),
+    reap: (reapOptions) => reap(env, reapOptions),
+    listStuck: async (listOptions) =>
+      withStore(async () =>
+        listFailedKeys(await env.pool(), env.tables, listOptions?.limit ?? 100),
+      ),
+    status: async () => withStore(async () => readKeyStatus(await env.pool(), env.tables)),
+    startRecovery: (loopOptions) =>
+      startRecovery(
+        {
+          sweep: (o) => sweep(env, recovery, o),
+          reap: (o) => reap(env, o),
+        },
+        loopOptions,
+      ),
     close: async () => {
       if (!owned) return;
       // A pool that never came up has nothing to end.
@@ -129,6 +175,20 @@ function buildEnv(options: ChargeEngineOptions): EngineEnv {
     hooks: options.hooks ?? {},
     faults: options.faults,
   };
+}
+
+function recoverySettings(options: ChargeEngineOptions, leaseMs: number): SweepSettings {
+  const graceMs = options.sweepGraceMs ?? leaseMs;
+  const maxAttempts = options.maxAttempts ?? 5;
+  const onAbandoned = options.onAbandoned ?? 'cancel';
+  if (!(Number.isInteger(graceMs) && graceMs >= 0)) {
+    throw new InvalidConfigurationError('sweepGraceMs must be a non-negative integer');
+  }
+  requirePositiveInteger('maxAttempts', maxAttempts);
+  if (onAbandoned !== 'cancel' && onAbandoned !== 'complete') {
+    throw new InvalidConfigurationError("onAbandoned must be 'cancel' or 'complete'");
+  }
+  return { graceMs, maxAttempts, onAbandoned };
 }
 
 function requirePositiveInteger(name: string, value: number): void {

@@ -63,7 +63,7 @@ async function runPhases(
         ? await runStarted(env, charge)
         : {
             kind: 'response',
-            outcome: await chargePhase(env, { ...charge, providerMayHaveCharged }),
+            outcome: (await chargePhase(env, { ...charge, providerMayHaveCharged })).outcome,
           };
     switch (result.kind) {
       case 'response':

@@ -53,6 +53,11 @@ export type ChargeHooks = {
   reserve?: (tx: DatabaseTransactionConnection, ctx: HookContext) => Promise<void>;
   /** Runs in the transaction that records the provider's answer (mark the order paid). */
   complete?: (tx: DatabaseTransactionConnection, ctx: CompleteHookContext) => Promise<void>;
+  /**
+   * Runs in the transaction where the recovery worker cancels a charge its client abandoned
+   * before the provider made it: release what `reserve` held.
+   */
+  cancel?: (tx: DatabaseTransactionConnection, ctx: HookContext) => Promise<void>;
 };
 
 /** Named boundaries of an attempt where a test or the chaos harness can inject a crash. */
@@ -113,6 +118,25 @@ export type ChargeEngineOptions = {
   inProgress?: InProgressPolicy;
   /** The caller's own SQL, run inside the phase transactions. */
   hooks?: ChargeHooks;
+  /**
+   * How long an unfinished key must have seen no activity before the sweeper takes it, on top of
+   * its lease having run out. Leaves room for the client's own retry, which can still charge.
+   * @defaultValue `leaseMs`
+   */
+  sweepGraceMs?: number;
+  /**
+   * Attempts (client retries and sweeps together) after which the sweeper parks a key in
+   * `failed` for a person instead of trying again.
+   * @defaultValue `5`
+   */
+  maxAttempts?: number;
+  /**
+   * What the sweeper does with a key at `reserved` when the provider has no charge under it:
+   * `'cancel'` stores a terminal `cancelled` outcome (410) and runs `hooks.cancel`; `'complete'`
+   * charges now, as the client asked.
+   * @defaultValue `'cancel'`
+   */
+  onAbandoned?: 'cancel' | 'complete';
   /** Crash injection for tests and the chaos harness. Leave unset in production. */
   faults?: FaultInjector;
 };

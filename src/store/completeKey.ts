@@ -37,7 +37,7 @@ export async function completeKey(
         AND operation = ${input.operation}
         AND key = ${input.key}
         AND lock_token = ${input.lockToken}::uuid
-        AND recovery_point <> 'completed'
+        AND recovery_point IN ('started', 'reserved')
       RETURNING merchant_id, charge_id
     ), charged AS (
       UPDATE ${tables.charges} c

@@ -5,8 +5,11 @@ import type { Tables } from './tables.js';
 /** A key's identity: unique per merchant and operation. */
 export type ScopedKey = { merchantId: string; operation: string; key: string };
 
-export const RECOVERY_POINTS = ['started', 'reserved', 'completed'] as const;
-/** Where an attempt resumes: each point is committed with the work of its phase. */
+export const RECOVERY_POINTS = ['started', 'reserved', 'completed', 'failed'] as const;
+/**
+ * Where an attempt resumes: each point is committed with the work of its phase. `failed` is
+ * where the sweeper parks a key it gave up on after `maxAttempts`: it needs a person.
+ */
 export type RecoveryPoint = (typeof RECOVERY_POINTS)[number];
 
 export const CHARGE_STATUSES = [

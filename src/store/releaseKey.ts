@@ -9,11 +9,12 @@ import type { Tables } from './tables.js';
 export async function releaseKey(
   db: CommonQueryMethods,
   tables: Tables,
-  input: ScopedKey & { lockToken: string },
+  input: ScopedKey & { lockToken: string; lastError?: string },
 ): Promise<void> {
   await db.query(sql.unsafe`
     UPDATE ${tables.keys}
-    SET lock_token = NULL, locked_until = NULL, updated_at = now()
+    SET lock_token = NULL, locked_until = NULL, updated_at = now(),
+      last_error = ${input.lastError ?? null}
     WHERE merchant_id = ${input.merchantId}
       AND operation = ${input.operation}
       AND key = ${input.key}

@@ -1,11 +1,11 @@
 import { z } from 'zod';
 import { sql, type CommonQueryMethods } from 'slonik';
-import { nowPlusMs, RECOVERY_POINTS, type RecoveryPoint, type ScopedKey } from './keyState.js';
+import { nowPlusMs, RECOVERY_POINTS, type ScopedKey } from './keyState.js';
 import type { Tables } from './tables.js';
 
 /** What an attempt that took a key over resumes from. */
 export type TakenKey = {
-  recoveryPoint: Exclude<RecoveryPoint, 'completed'>;
+  recoveryPoint: 'started' | 'reserved';
   chargeId: string;
   attempts: number;
   /** Null at `started`: the charge intent is not written yet. */
@@ -40,7 +40,7 @@ export async function takeOverKey(
         AND operation = ${scoped.operation}
         AND key = ${scoped.key}
         AND request_hash = ${scoped.requestHash}
-        AND recovery_point <> 'completed'
+        AND recovery_point IN ('started', 'reserved')
         AND (lock_token IS NULL OR locked_until <= now())
       RETURNING merchant_id, recovery_point, charge_id, attempts
     )
@@ -48,7 +48,7 @@ export async function takeOverKey(
     FROM taken t
     LEFT JOIN ${tables.charges} c ON c.merchant_id = t.merchant_id AND c.id = t.charge_id
   `);
-  if (!row || row.recovery_point === 'completed') return null;
+  if (!row || (row.recovery_point !== 'started' && row.recovery_point !== 'reserved')) return null;
   return {
     recoveryPoint: row.recovery_point,
     chargeId: row.charge_id,

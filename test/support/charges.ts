@@ -118,3 +118,45 @@ export function aGate(): { wait: () => Promise<void>; open: () => void } {
   const opened = new Promise<void>((resolve) => (open = resolve));
   return { wait: () => opened, open };
 }
+
+/**
+ * Writes `count` keys as crashed attempts leave them at `reserved` (intent written, lease run
+ * out, last activity a minute ago), in one statement. Returns each key's provider key.
+ */
+export async function seedAbandonedKeys(
+  pool: DatabasePool,
+  tables: Tables,
+  count: number,
+  request: ChargeRequest = aRequest(),
+): Promise<Array<{ key: string; chargeId: string; providerKey: string }>> {
+  const seeds = Array.from({ length: count }, () => {
+    const key = aKey();
+    const chargeId = randomUUID();
+    return {
+      key,
+      chargeId,
+      providerKey: deriveProviderKey(request.merchantId, 'charge', key, chargeId),
+    };
+  });
+  const v = validateChargeRequest('seed', request);
+  const keys = seeds.map((s) => s.key);
+  const chargeIds = seeds.map((s) => s.chargeId);
+  const providerKeys = seeds.map((s) => s.providerKey);
+  await pool.query(sql.unsafe`
+    WITH seeded AS (
+      SELECT * FROM unnest(${sql.array(keys, 'text')}, ${sql.array(chargeIds, 'uuid')},
+        ${sql.array(providerKeys, 'text')}) AS s(key, charge_id, provider_key)
+    ), keys AS (
+      INSERT INTO ${tables.keys} (merchant_id, operation, key, request_hash, request,
+        recovery_point, charge_id, lock_token, locked_until, updated_at)
+      SELECT ${request.merchantId}, 'charge', key, ${v.fingerprint}, ${v.canonical}, 'reserved',
+        charge_id, gen_random_uuid(), now() - interval '1 minute', now() - interval '1 minute'
+      FROM seeded
+    )
+    INSERT INTO ${tables.charges} (merchant_id, id, customer_id, amount_minor, currency,
+      provider_key, status)
+    SELECT ${request.merchantId}, charge_id, ${request.customerId}, ${request.amountMinor},
+      ${request.currency}, provider_key, 'reserved'
+    FROM seeded`);
+  return seeds;
+}

@@ -1,0 +1,28 @@
+import { z } from 'zod';
+import { sql, type CommonQueryMethods } from 'slonik';
+import type { ScopedKey } from './keyState.js';
+import type { Tables } from './tables.js';
+
+/**
+ * Parks an unfinished key in `failed`, with the reason a person will read. Nothing retries it
+ * automatically after this. Fenced by the lock token; returns false when the lease was lost.
+ */
+export async function failKey(
+  db: CommonQueryMethods,
+  tables: Tables,
+  input: ScopedKey & { lockToken: string; reason: string },
+): Promise<boolean> {
+  return db.oneFirst(sql.type(z.object({ failed: z.boolean() }))`
+    WITH failed AS (
+      UPDATE ${tables.keys}
+      SET recovery_point = 'failed', lock_token = NULL, locked_until = NULL,
+        last_error = ${input.reason}, updated_at = now()
+      WHERE merchant_id = ${input.merchantId}
+        AND operation = ${input.operation}
+        AND key = ${input.key}
+        AND lock_token = ${input.lockToken}::uuid
+        AND recovery_point IN ('started', 'reserved')
+      RETURNING 1
+    )
+    SELECT EXISTS (SELECT 1 FROM failed) AS failed`);
+}

@@ -1,0 +1,86 @@
+import { z } from 'zod';
+import { sql, type CommonQueryMethods } from 'slonik';
+import { nowPlusMs } from './keyState.js';
+import type { Tables } from './tables.js';
+
+/** An abandoned key the sweeper now holds, with everything needed to finish it. */
+export type AbandonedKey = {
+  merchantId: string;
+  operation: string;
+  key: string;
+  /** The canonical request text stored at claim time. */
+  request: string;
+  recoveryPoint: 'started' | 'reserved';
+  chargeId: string;
+  lockToken: string;
+  attempts: number;
+  lastError: string | null;
+  /** Null at `started`: no intent yet. */
+  providerKey: string | null;
+};
+
+const abandonedRow = z.object({
+  merchant_id: z.string(),
+  operation: z.string(),
+  key: z.string(),
+  request: z.string(),
+  recovery_point: z.enum(['started', 'reserved']),
+  charge_id: z.string(),
+  lock_token: z.string(),
+  attempts: z.number().int(),
+  last_error: z.string().nullable(),
+  provider_key: z.string().nullable(),
+});
+
+/**
+ * Picks up to `limit` unfinished keys of one operation whose lease ran out (or was released) and
+ * whose last activity is older than `graceMs`, and takes each one's lease with a fresh token, in
+ * one statement. `FOR UPDATE SKIP LOCKED` lets any number of sweepers run at once: each takes
+ * different keys, and a key taken is invisible to the others until its new lease runs out.
+ */
+export async function pickAbandonedKeys(
+  db: CommonQueryMethods,
+  tables: Tables,
+  options: { operation: string; limit: number; graceMs: number; leaseMs: number },
+): Promise<AbandonedKey[]> {
+  const rows = await db.any(sql.type(abandonedRow)`
+    WITH picked AS (
+      SELECT merchant_id, operation, key
+      FROM ${tables.keys}
+      WHERE recovery_point IN ('started', 'reserved')
+        AND operation = ${options.operation}
+        AND (lock_token IS NULL OR locked_until <= now())
+        AND updated_at <= now() - ${options.graceMs}::float8 * interval '1 millisecond'
+      ORDER BY updated_at
+      LIMIT ${options.limit}
+      FOR UPDATE SKIP LOCKED
+    ), taken AS (
+      UPDATE ${tables.keys} k
+      SET lock_token = gen_random_uuid(),
+          locked_until = ${nowPlusMs(options.leaseMs)},
+          attempts = k.attempts + 1,
+          updated_at = now()
+      FROM picked p
+      WHERE k.merchant_id = p.merchant_id AND k.operation = p.operation AND k.key = p.key
+      RETURNING k.merchant_id, k.operation, k.key, k.request, k.recovery_point, k.charge_id,
+        k.lock_token, k.attempts, k.last_error
+    )
+    SELECT t.merchant_id, t.operation, t.key, t.request, t.recovery_point,
+      t.charge_id::text AS charge_id, t.lock_token::text AS lock_token, t.attempts, t.last_error,
+      c.provider_key
+    FROM taken t
+    LEFT JOIN ${tables.charges} c ON c.merchant_id = t.merchant_id AND c.id = t.charge_id
+  `);
+  return rows.map((row) => ({
+    merchantId: row.merchant_id,
+    operation: row.operation,
+    key: row.key,
+    request: row.request,
+    recoveryPoint: row.recovery_point,
+    chargeId: row.charge_id,
+    lockToken: row.lock_token,
+    attempts: row.attempts,
+    lastError: row.last_error,
+    providerKey: row.provider_key,
+  }));
+}

@@ -1,0 +1,109 @@
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { sql } from 'slonik';
+import { z } from 'zod';
+import { createChargeEngine, createFakeProvider } from '../../src/index.js';
+import { createTestDatabase, type TestDatabase } from '../support/testDatabase.js';
+import { aKey, aRequest, readKey, seedAbandonedKeys } from '../support/charges.js';
+
+let db: TestDatabase;
+beforeAll(async () => {
+  db = await createTestDatabase();
+});
+afterAll(async () => {
+  await db.drop();
+});
+
+const count = (merchantId: string, table: 'keys' | 'charges') =>
+  db.pool.oneFirst(sql.type(z.object({ n: z.number() }))`
+    SELECT count(*)::int4 AS n FROM ${table === 'keys' ? db.tables.keys : db.tables.charges}
+    WHERE merchant_id = ${merchantId}`);
+
+/** Marks a merchant's completed keys as completed `hours` ago. */
+const age = (merchantId: string, hours: number) =>
+  db.pool.query(sql.unsafe`
+    UPDATE ${db.tables.keys} SET completed_at = now() - ${hours}::float8 * interval '1 hour'
+    WHERE merchant_id = ${merchantId} AND recovery_point = 'completed'`);
+
+/** Writes `n` completed keys (and their charges) completed `hours` ago, in one statement. */
+const seedCompleted = (merchantId: string, n: number, hours: number) =>
+  db.pool.query(sql.unsafe`
+    WITH ids AS (SELECT gen_random_uuid() AS id, i FROM generate_series(1, ${n}) AS i),
+    keys AS (
+      INSERT INTO ${db.tables.keys} (merchant_id, operation, key, request_hash, request,
+        recovery_point, charge_id, response_status, response_body, completed_at)
+      SELECT ${merchantId}, 'charge', 'old-' || i, 'h', '{}', 'completed', id, 201, '{}',
+        now() - ${hours}::float8 * interval '1 hour'
+      FROM ids
+    )
+    INSERT INTO ${db.tables.charges} (merchant_id, id, customer_id, amount_minor, currency,
+      provider_key, status)
+    SELECT ${merchantId}, id, 'c', 1, 'NGN', 'pk-' || i, 'succeeded' FROM ids`);
+
+describe('reap', () => {
+  it('deletes completed keys past retention, keeps recent and unfinished ones, keeps charges', async () => {
+    const engine = createChargeEngine({
+      pool: db.pool,
+      provider: createFakeProvider(),
+      retentionMs: 24 * 3_600_000,
+    });
+    const oldKey = aKey();
+    const recentKey = aKey();
+    await engine.processCharge(oldKey, aRequest({ merchantId: 'm_reap_old' }));
+    await engine.processCharge(recentKey, aRequest({ merchantId: 'm_reap_recent' }));
+    await age('m_reap_old', 25);
+    await seedAbandonedKeys(db.pool, db.tables, 5, aRequest({ merchantId: 'm_reap_unfinished' }));
+    // Unfinished keys a week old are still never reaped.
+    await db.pool.query(sql.unsafe`
+      UPDATE ${db.tables.keys} SET created_at = now() - interval '7 days'
+      WHERE merchant_id = 'm_reap_unfinished'`);
+
+    const deleted = await engine.reap();
+
+    expect(deleted).toBe(1);
+    expect(await readKey(db.pool, db.tables, 'm_reap_old', oldKey)).toBeNull();
+    expect(await readKey(db.pool, db.tables, 'm_reap_recent', recentKey)).not.toBeNull();
+    expect(await count('m_reap_unfinished', 'keys')).toBe(5);
+    expect(await count('m_reap_old', 'charges')).toBe(1);
+  });
+
+  it('respects limit and batch size', async () => {
+    await seedCompleted('m_reap_limit', 25, 100);
+    const engine = createChargeEngine({ pool: db.pool, provider: createFakeProvider() });
+
+    expect(await engine.reap({ limit: 10, batchSize: 3 })).toBe(10);
+    expect(await count('m_reap_limit', 'keys')).toBe(15);
+    expect(await engine.reap({ limit: 100, batchSize: 4 })).toBe(15);
+    expect(await engine.reap()).toBe(0);
+  });
+
+  it('reaps 50,000 old keys in batches while charges run and complete during it', async () => {
+    await seedCompleted('m_reap_bulk', 50_000, 100);
+    const provider = createFakeProvider({ dedupe: false });
+    const engine = createChargeEngine({ pool: db.pool, provider });
+    let reaping = true;
+    let completedDuringReap = 0;
+    const charges: Array<Promise<unknown>> = [];
+
+    const reaped = engine.reap({ limit: 100_000, batchSize: 1_000 }).finally(() => {
+      reaping = false;
+    });
+    const charging = (async () => {
+      while (reaping) {
+        const run = engine.processCharge(aKey(), aRequest({ merchantId: 'm_reap_live' }));
+        charges.push(run);
+        await run;
+        if (reaping) completedDuringReap += 1;
+      }
+    })();
+
+    expect(await reaped).toBe(50_000);
+    await charging;
+    await Promise.all(charges);
+    expect(completedDuringReap).toBeGreaterThan(0);
+    expect(await count('m_reap_bulk', 'keys')).toBe(0);
+    expect(await count('m_reap_bulk', 'charges')).toBe(50_000);
+    // The fresh keys were not touched by the reap.
+    expect(await count('m_reap_live', 'keys')).toBe(charges.length);
+    expect(provider.ledger()).toHaveLength(charges.length);
+  });
+});
