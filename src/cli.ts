@@ -1,0 +1,109 @@
+#!/usr/bin/env node
+import { parseArgs } from 'node:util';
+import { ChargeOnceError } from './errors.js';
+import {
+  reapCommand,
+  statusCommand,
+  sweepCommand,
+  type RecoveryCommandOptions,
+} from './cli/recoveryCommands.js';
+
+const USAGE = `Usage: chargeonce <command> [options]
+
+Commands:
+  sweep    finish abandoned charges (needs --provider)
+  reap     delete completed keys older than the retention
+  status   keys per recovery point, abandoned and stuck keys
+
+Options:
+  --database-url URL     PostgreSQL (default: $DATABASE_URL)
+  --schema NAME          chargeonce's schema (default: chargeonce)
+  --limit N              at most N keys (sweep, reap) or N stuck keys listed (status)
+  --provider MODULE      sweep: module whose default export is your PaymentProvider
+  --on-abandoned MODE    sweep: cancel (default) or complete
+  --grace-ms MS          sweep: idle time before a key counts as abandoned (default 30000)
+  --max-attempts N       sweep: attempts before a key is parked as failed (default 5)
+  --retention-ms MS      reap: keep completed keys this long (default 72 h)
+  --json                 print JSON
+`;
+
+function numberOption(value: string | undefined, name: string): number | undefined {
+  if (value === undefined) return undefined;
+  const n = Number(value);
+  if (!Number.isInteger(n) || n < 0) throw new Error(`--${name} must be a non-negative integer`);
+  return n;
+}
+
+async function main(argv: string[]): Promise<number> {
+  const { positionals, values } = parseArgs({
+    args: argv,
+    allowPositionals: true,
+    options: {
+      'database-url': { type: 'string' },
+      schema: { type: 'string' },
+      limit: { type: 'string' },
+      provider: { type: 'string' },
+      'on-abandoned': { type: 'string' },
+      'grace-ms': { type: 'string' },
+      'max-attempts': { type: 'string' },
+      'retention-ms': { type: 'string' },
+      json: { type: 'boolean', default: false },
+      help: { type: 'boolean', short: 'h', default: false },
+    },
+  });
+  const command = positionals[0];
+  if (values.help || !command) {
+    process.stdout.write(USAGE);
+    return command || values.help ? 0 : 2;
+  }
+  const databaseUrl = values['database-url'] ?? process.env.DATABASE_URL;
+  if (!databaseUrl) throw new Error('--database-url (or DATABASE_URL) is required');
+  const onAbandoned = values['on-abandoned'];
+  if (onAbandoned !== undefined && onAbandoned !== 'cancel' && onAbandoned !== 'complete') {
+    throw new Error('--on-abandoned must be cancel or complete');
+  }
+  // Narrowed above; TypeScript keeps `string` through the spread below without this.
+  const abandonedMode: 'cancel' | 'complete' | undefined = onAbandoned;
+  const options: RecoveryCommandOptions = {
+    databaseUrl,
+    ...(values.schema ? { schema: values.schema } : {}),
+    limit: numberOption(values.limit, 'limit'),
+    ...(values.provider ? { providerModule: values.provider } : {}),
+    ...(abandonedMode ? { onAbandoned: abandonedMode } : {}),
+    graceMs: numberOption(values['grace-ms'], 'grace-ms'),
+    maxAttempts: numberOption(values['max-attempts'], 'max-attempts'),
+    retentionMs: numberOption(values['retention-ms'], 'retention-ms'),
+    json: values.json,
+  };
+  const print = (line: string) => process.stdout.write(`${line}\n`);
+  switch (command) {
+    case 'sweep':
+      await sweepCommand(options, print);
+      return 0;
+    case 'reap':
+      await reapCommand(options, print);
+      return 0;
+    case 'status':
+      await statusCommand(options, print);
+      return 0;
+    default:
+      process.stderr.write(`Unknown command: ${command}\n\n${USAGE}`);
+      return 2;
+  }
+}
+
+main(process.argv.slice(2)).then(
+  (code) => {
+    process.exitCode = code;
+  },
+  (error: unknown) => {
+    const message =
+      error instanceof ChargeOnceError
+        ? `${error.code}: ${error.message}`
+        : error instanceof Error
+          ? error.message
+          : String(error);
+    process.stderr.write(`chargeonce: ${message}\n`);
+    process.exitCode = 1;
+  },
+);

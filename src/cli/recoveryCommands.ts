@@ -1,0 +1,116 @@
+import { createChargeEngine } from '../engine/createChargeEngine.js';
+import type { PaymentProvider } from '../provider/PaymentProvider.js';
+import { loadProvider } from './loadProvider.js';
+
+/** Options shared by `sweep`, `reap` and `status`. */
+export type RecoveryCommandOptions = {
+  databaseUrl: string;
+  schema?: string;
+  limit?: number;
+  providerModule?: string;
+  onAbandoned?: 'cancel' | 'complete';
+  graceMs?: number;
+  maxAttempts?: number;
+  retentionMs?: number;
+  json: boolean;
+};
+
+type Print = (line: string) => void;
+
+/** A provider for commands that never call one (reap, status). */
+const noProvider: PaymentProvider = {
+  createCharge: () => Promise.reject(new Error('this command does not charge')),
+  findCharge: () => Promise.reject(new Error('this command does not look charges up')),
+};
+
+/** `chargeonce sweep`: sweeps until no abandoned key is left (or `limit` keys were taken). */
+export async function sweepCommand(options: RecoveryCommandOptions, print: Print): Promise<void> {
+  if (!options.providerModule) {
+    throw new Error('sweep needs --provider <module>: the adapter it asks about abandoned charges');
+  }
+  const { provider, hooks } = await loadProvider(options.providerModule);
+  const engine = createChargeEngine({
+    pool: options.databaseUrl,
+    provider,
+    ...(hooks ? { hooks } : {}),
+    ...(options.schema ? { schema: options.schema } : {}),
+    ...(options.onAbandoned ? { onAbandoned: options.onAbandoned } : {}),
+    ...(options.graceMs === undefined ? {} : { sweepGraceMs: options.graceMs }),
+    ...(options.maxAttempts === undefined ? {} : { maxAttempts: options.maxAttempts }),
+  });
+  try {
+    const budget = options.limit ?? Number.POSITIVE_INFINITY;
+    const total = {
+      examined: 0,
+      adopted: 0,
+      cancelled: 0,
+      resumed: 0,
+      released: 0,
+      failed: 0,
+      skipped: 0,
+    };
+    while (total.examined < budget) {
+      const pass = await engine.sweep({ limit: Math.min(100, budget - total.examined) });
+      for (const k of Object.keys(total) as Array<keyof typeof total>) total[k] += pass[k];
+      // Stop when nothing is left, or when a pass only skipped (the provider is down).
+      if (pass.examined === 0 || pass.skipped === pass.examined) break;
+    }
+    if (options.json) print(JSON.stringify(total));
+    else
+      print(
+        Object.entries(total)
+          .map(([k, v]) => `${k}: ${v}`)
+          .join('  '),
+      );
+  } finally {
+    await engine.close();
+  }
+}
+
+/** `chargeonce reap`: deletes completed keys past retention. */
+export async function reapCommand(options: RecoveryCommandOptions, print: Print): Promise<void> {
+  const engine = createChargeEngine({
+    pool: options.databaseUrl,
+    provider: noProvider,
+    ...(options.schema ? { schema: options.schema } : {}),
+    ...(options.retentionMs === undefined ? {} : { retentionMs: options.retentionMs }),
+  });
+  try {
+    const deleted = await engine.reap({ limit: options.limit ?? Number.MAX_SAFE_INTEGER });
+    print(options.json ? JSON.stringify({ deleted }) : `deleted: ${deleted}`);
+  } finally {
+    await engine.close();
+  }
+}
+
+/** `chargeonce status`: keys per recovery point, abandoned and stuck keys, oldest unfinished. */
+export async function statusCommand(options: RecoveryCommandOptions, print: Print): Promise<void> {
+  const engine = createChargeEngine({
+    pool: options.databaseUrl,
+    provider: noProvider,
+    ...(options.schema ? { schema: options.schema } : {}),
+  });
+  try {
+    const status = await engine.status();
+    const stuck = await engine.listStuck({ limit: options.limit ?? 20 });
+    if (options.json) {
+      print(JSON.stringify({ ...status, stuck }));
+      return;
+    }
+    const points = status.byRecoveryPoint;
+    print(
+      `started: ${points.started}  reserved: ${points.reserved}  completed: ${points.completed}  failed: ${points.failed}`,
+    );
+    print(`abandoned (lease run out): ${status.abandoned}`);
+    print(
+      `oldest unfinished: ${status.oldestUnfinishedMs === null ? 'none' : `${Math.round(status.oldestUnfinishedMs / 1000)} s`}`,
+    );
+    for (const key of stuck) {
+      print(
+        `stuck: ${key.merchantId} ${key.operation} ${key.key} (charge ${key.chargeId}, ${key.attempts} attempts): ${key.reason}`,
+      );
+    }
+  } finally {
+    await engine.close();
+  }
+}
