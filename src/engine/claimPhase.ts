@@ -25,7 +25,7 @@ export type OwnedKey = {
 
 /** What the claim phase decided. */
 export type ClaimStep =
-  | { kind: 'owned'; owned: OwnedKey }
+  | { kind: 'owned'; owned: OwnedKey; fresh: boolean }
   | { kind: 'response'; outcome: ChargeOutcome }
   | { kind: 'lostRace' };
 
@@ -44,8 +44,10 @@ export async function claimPhase(
 ): Promise<ClaimStep> {
   const chargeId = randomUUID();
   const providerKey = deriveProviderKey(scoped.merchantId, scoped.operation, scoped.key, chargeId);
+  const reserve = !env.separateClaim;
   const input: ClaimInput = {
     ...scoped,
+    reserve,
     requestHash: v.fingerprint,
     canonicalRequest: v.canonical,
     chargeId,
@@ -59,7 +61,7 @@ export async function claimPhase(
     metadata: v.request.metadata ?? null,
   };
   const pool = await env.pool();
-  const reserveHook = env.hooks.reserve;
+  const reserveHook = reserve ? env.hooks.reserve : undefined;
   const result = await withStore(async () => {
     if (!reserveHook) return claimKey(pool, env.tables, input);
     // With a hook the claim, the intent and the caller's SQL share one explicit transaction.
@@ -81,7 +83,13 @@ export async function claimPhase(
     case 'claimed':
       return {
         kind: 'owned',
-        owned: { point: 'reserved', chargeId, providerKey, providerMayHaveCharged: false },
+        fresh: true,
+        owned: {
+          point: reserve ? 'reserved' : 'started',
+          chargeId,
+          providerKey,
+          providerMayHaveCharged: false,
+        },
       };
     case 'rejected':
       return { kind: 'response', outcome: result.outcome };
@@ -110,6 +118,7 @@ export async function claimPhase(
   if (!taken) return { kind: 'lostRace' };
   return {
     kind: 'owned',
+    fresh: false,
     owned: {
       point: taken.recoveryPoint,
       chargeId: taken.chargeId,

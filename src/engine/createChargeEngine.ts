@@ -174,6 +174,7 @@ function buildEnv(options: ChargeEngineOptions): EngineEnv {
     inProgress,
     hooks: options.hooks ?? {},
     faults: options.faults,
+    separateClaim: options.separateClaim ?? false,
   };
 }
 

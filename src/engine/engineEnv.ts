@@ -15,4 +15,5 @@ export type EngineEnv = {
   inProgress: InProgressPolicy;
   hooks: ChargeHooks;
   faults: FaultInjector | undefined;
+  separateClaim: boolean;
 };

@@ -34,8 +34,10 @@ export async function runAttempt(env: EngineEnv, v: ValidatedRequest): Promise<A
     case 'response':
       return { kind: 'outcome', outcome: claim.outcome };
     case 'owned':
-      if (claim.owned.point === 'reserved' && !claim.owned.providerMayHaveCharged) {
-        crashPoint(env, 'afterReserveCommit', scoped);
+      if (claim.fresh) {
+        crashPoint(env, 'afterClaimCommit', scoped);
+        // Without `separateClaim` the intent committed with the claim.
+        if (claim.owned.point === 'reserved') crashPoint(env, 'afterReserveCommit', scoped);
       }
       return { kind: 'outcome', outcome: await runPhases(env, v, scoped, lockToken, claim.owned) };
   }

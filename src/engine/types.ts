@@ -60,9 +60,26 @@ export type ChargeHooks = {
   cancel?: (tx: DatabaseTransactionConnection, ctx: HookContext) => Promise<void>;
 };
 
-/** Named boundaries of an attempt where a test or the chaos harness can inject a crash. */
-export type CrashPoint =
-  'afterReserveCommit' | 'beforeProviderCall' | 'afterProviderCall' | 'afterCompleteCommit';
+export const CRASH_POINTS = [
+  'afterClaimCommit',
+  'afterReserveCommit',
+  'beforeProviderCall',
+  'afterProviderCall',
+  'beforeCompleteCommit',
+  'afterCompleteCommit',
+] as const;
+
+/**
+ * Named boundaries of an attempt where a test or the chaos harness can inject a crash:
+ * - `afterClaimCommit`: the key is claimed (at `started` with `separateClaim`, else `reserved`);
+ * - `afterReserveCommit`: the charge intent is committed;
+ * - `beforeProviderCall`: about to call the provider;
+ * - `afterProviderCall`: the provider answered, nothing recorded yet;
+ * - `beforeCompleteCommit`: the completion is written but not committed; the connection is
+ *   dropped, so PostgreSQL rolls it back;
+ * - `afterCompleteCommit`: the outcome is stored, the response never reaches the caller.
+ */
+export type CrashPoint = (typeof CRASH_POINTS)[number];
 
 /**
  * Decides, at each crash point, whether the attempt dies there. Tests and the chaos harness
@@ -139,4 +156,11 @@ export type ChargeEngineOptions = {
   onAbandoned?: 'cancel' | 'complete';
   /** Crash injection for tests and the chaos harness. Leave unset in production. */
   faults?: FaultInjector;
+  /**
+   * Commit the claim on its own (at `started`) before the reserve phase, instead of in the same
+   * statement: one more round trip and commit per fresh charge. For the chaos harness, which
+   * needs to crash between the two; no reason to turn it on otherwise.
+   * @defaultValue `false`
+   */
+  separateClaim?: boolean;
 };

@@ -5,8 +5,12 @@ import type { KeyState, ScopedKey } from './keyState.js';
 import type { Tables } from './tables.js';
 import { findKey } from './findKey.js';
 
-/** What a new claim writes: the key at `reserved` and the local charge intent. */
+/**
+ * What a new claim writes: the key at `reserved` and the local charge intent, or with
+ * `reserve: false` only the key, at `started`.
+ */
 export type ClaimInput = ScopedKey & {
+  reserve: boolean;
   requestHash: string;
   canonicalRequest: string;
   chargeId: string;
@@ -47,7 +51,8 @@ export async function claimKey(
       INSERT INTO ${tables.keys} (merchant_id, operation, key, request_hash, request,
         recovery_point, charge_id, lock_token, locked_until)
       VALUES (${input.merchantId}, ${input.operation}, ${input.key}, ${input.requestHash},
-        ${input.canonicalRequest}, 'reserved', ${input.chargeId}::uuid, ${input.lockToken}::uuid,
+        ${input.canonicalRequest}, ${input.reserve ? 'reserved' : 'started'},
+        ${input.chargeId}::uuid, ${input.lockToken}::uuid,
         ${nowPlusMs(input.leaseMs)})
       ON CONFLICT (merchant_id, operation, key) DO NOTHING
       RETURNING charge_id
@@ -59,9 +64,10 @@ export async function claimKey(
         ${input.metadata === null ? null : sql.jsonb(input.metadata)}, ${input.providerKey},
         'reserved'
       FROM claimed
+      WHERE ${input.reserve}
       RETURNING id
     )
-    SELECT EXISTS (SELECT 1 FROM intent) AS claimed, existing.*
+    SELECT EXISTS (SELECT 1 FROM claimed) AS claimed, existing.*
     FROM (SELECT 1) AS one
     LEFT JOIN LATERAL (
       SELECT ${keyStateColumns}

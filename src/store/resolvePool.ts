@@ -1,4 +1,5 @@
 import { createPool, type DatabasePool } from 'slonik';
+import { resultParserInterceptor } from './resultParserInterceptor.js';
 
 /** A slonik pool, or a connection string from which chargeonce makes one of its own. */
 export type PoolInput = DatabasePool | string;
@@ -16,6 +17,7 @@ export async function createEnginePool(
 ): Promise<DatabasePool> {
   return createPool(connectionString, {
     maximumPoolSize: options.maximumPoolSize ?? 10,
+    interceptors: [resultParserInterceptor],
     // A no-op that still awaits: slonik 47's release path needs to yield here, or a released
     // connection handed straight to a waiting client is stuck in its "pending release" state.
     resetConnection: async () => {},

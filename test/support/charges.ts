@@ -49,7 +49,7 @@ const chargeRow = z.object({
 /** Every local charge row of a merchant. */
 export async function readCharges(pool: DatabasePool, tables: Tables, merchantId: string) {
   return pool.any(sql.type(chargeRow)`
-    SELECT id::text, status, provider_key, provider_charge_id, amount_minor
+    SELECT id::text, status, provider_key, provider_charge_id, amount_minor::float8 AS amount_minor
     FROM ${tables.charges} WHERE merchant_id = ${merchantId}`);
 }
 

@@ -1,0 +1,120 @@
+// A payment API to try by hand: POST /charges through chargeonce's HTTP edge, on embedded
+// PostgreSQL (or DATABASE_URL), charging a fake payment provider that runs over real HTTP.
+//
+//   npm run serve                                  # port 3000, or PORT
+//   PROVIDER_FAULTS=decline=0.3,errorAfterCharge=0.2 npm run serve
+//
+// PROVIDER_FAULTS sets the fake provider's fault rates (see FAKE_SERVER_FAULTS), so declines
+// and 503s can be tried by hand too. Ctrl-C stops everything; a second Ctrl-C forces it.
+import { createServer, type IncomingMessage } from 'node:http';
+import { randomUUID } from 'node:crypto';
+import {
+  createChargeEngine,
+  createChargeHandler,
+  createEnginePool,
+  createHttpProvider,
+  FAKE_SERVER_FAULTS,
+  migrate,
+  startFakeProviderServer,
+  type FakeServerRates,
+} from '../src/index.js';
+import { startDatabase } from './support/database.js';
+
+/**
+ * Demo credentials: an API key per merchant, as a real service would look up in its own store.
+ * The merchant always comes from here, never from the request body.
+ */
+const API_KEYS: Readonly<Record<string, string>> = {
+  sk_test_shop: 'm_shop',
+  sk_test_cafe: 'm_cafe',
+};
+
+function authenticate(req: IncomingMessage): string | null {
+  const match = /^Bearer (\S+)$/.exec(req.headers.authorization ?? '');
+  return (match?.[1] !== undefined && API_KEYS[match[1]]) || null;
+}
+
+function providerRates(text: string | undefined): Partial<FakeServerRates> {
+  const rates: Partial<FakeServerRates> = {};
+  for (const pair of (text ?? '').split(',').filter(Boolean)) {
+    const [name, value] = pair.split('=');
+    const fault = FAKE_SERVER_FAULTS.find((f) => f === name?.trim());
+    if (!fault) {
+      throw new Error(
+        `PROVIDER_FAULTS: unknown fault ${String(name)}; known: ${FAKE_SERVER_FAULTS.join(', ')}`,
+      );
+    }
+    rates[fault] = Number(value);
+  }
+  return rates;
+}
+
+const port = Number(process.env.PORT ?? 3000);
+const database = await startDatabase();
+const pool = await createEnginePool(database.url);
+await migrate(pool, { schema: 'chargeonce' });
+const providerServer = await startFakeProviderServer({
+  rates: providerRates(process.env.PROVIDER_FAULTS),
+});
+const engine = createChargeEngine({
+  pool,
+  provider: createHttpProvider({ baseUrl: providerServer.url }),
+});
+const chargeHandler = createChargeHandler(engine, { authenticate });
+
+const server = createServer((req, res) => {
+  const path = new URL(req.url ?? '/', 'http://localhost').pathname;
+  if (path === '/charges') {
+    void chargeHandler(req, res);
+    return;
+  }
+  res.writeHead(404, { 'Content-Type': 'application/json' });
+  res.end(JSON.stringify({ error: { code: 'not_found', message: 'Try POST /charges.' } }));
+});
+await new Promise<void>((resolve, reject) => {
+  server.once('error', reject);
+  server.listen(port, '127.0.0.1', () => resolve());
+});
+
+const api = `http://127.0.0.1:${port}`;
+const key = `order-${randomUUID()}`;
+const charge = (body: string, extra = '') =>
+  `curl -i ${api}/charges -H 'Authorization: Bearer sk_test_shop' \\\n` +
+  `    -H 'Content-Type: application/json' ${extra}-d '${body}'`;
+const order = '{"customerId":"c_ada","amountMinor":2000,"currency":"NGN"}';
+console.log(`chargeonce payment API on ${api}
+  PostgreSQL: ${database.source}    fake provider: ${providerServer.url} (seed ${providerServer.seed})
+
+Charge (run it twice: the second answer is the same bytes, with Idempotent-Replayed: true):
+  ${charge(order, `-H 'Idempotency-Key: ${key}' `)}
+Same key, different amount (422):
+  ${charge(order.replace('2000', '2500'), `-H 'Idempotency-Key: ${key}' `)}
+No key (400), or no Authorization header (401):
+  ${charge(order)}
+What the provider really charged:
+  curl ${providerServer.url}/v1/ledger
+
+Ctrl-C to stop.`);
+
+let stopping: Promise<void> | undefined;
+const stop = (signal: NodeJS.Signals) =>
+  (stopping ??= (async () => {
+    console.log(`\n${signal}: stopping`);
+    // Stop taking requests; an answer being written finishes, idle keep-alives are closed.
+    await new Promise<void>((resolve) => {
+      server.close(() => resolve());
+      server.closeIdleConnections();
+    });
+    await providerServer.close();
+    await pool.end();
+    await database.stop();
+  })());
+for (const signal of ['SIGINT', 'SIGTERM'] as const) {
+  // `once`: a second signal finds no listener and ends the process the default way.
+  process.once(signal, () => {
+    stop(signal).catch((error: unknown) => {
+      console.error('could not stop cleanly', error);
+      process.exitCode = 1;
+    });
+  });
+}

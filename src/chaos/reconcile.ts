@@ -1,0 +1,226 @@
+import type { DatabasePool } from 'slonik';
+import { HTTP_STATUS } from '../engine/chargeBody.js';
+import { readLedgerRows, type LocalChargeRow } from '../store/readLedgerRows.js';
+import { withStore } from '../store/storeErrors.js';
+import { DEFAULT_SCHEMA, tablesIn } from '../store/tables.js';
+
+/** One charge the provider really made. */
+export type ProviderLedgerEntry = {
+  id: string;
+  providerKey: string;
+  status: 'succeeded' | 'declined';
+  amountMinor: number;
+  currency: string;
+};
+
+/** A response a client received, to check replays against. */
+export type ObservedResponse = { merchantId: string; key: string; body: string };
+
+/** Everything that can be wrong between the engine's tables and the provider's records. */
+export type Violation =
+  | { kind: 'double_charge'; providerKey: string; providerChargeIds: string[] }
+  | { kind: 'lost_charge'; providerKey: string; providerChargeId: string; detail: string }
+  | { kind: 'phantom_charge'; merchantId: string; chargeId: string; detail: string }
+  | { kind: 'amount_mismatch'; merchantId: string; chargeId: string; detail: string }
+  | { kind: 'outcome_mismatch'; merchantId: string; key: string | null; detail: string }
+  | { kind: 'unfinished_key'; merchantId: string; key: string; recoveryPoint: string }
+  | { kind: 'replay_mismatch'; merchantId: string; key: string; detail: string };
+
+/** What {@link reconcile} found. Empty `violations`: exactly one charge per key, nothing lost. */
+export type ReconcileReport = {
+  violations: Violation[];
+  checked: { providerCharges: number; localCharges: number; observations: number };
+};
+
+/** Options of {@link reconcile}. */
+export type ReconcileOptions = {
+  pool: DatabasePool;
+  /** @defaultValue `'chargeonce'` */
+  schema?: string;
+  /** Every charge the provider made, duplicates included. */
+  providerLedger: readonly ProviderLedgerEntry[];
+  /** Only these merchants' rows (tests that share a database); all when absent. */
+  merchantIds?: readonly string[];
+  /**
+   * Set once every lease has run out and a sweep has run: then any key not `completed` is a
+   * violation (something was left half-done).
+   * @defaultValue `false`
+   */
+  expectFinished?: boolean;
+  /** Responses clients received: each must be byte for byte the stored one. */
+  observations?: readonly ObservedResponse[];
+};
+
+/**
+ * Reads the engine's tables and the provider's records and reports every violation of
+ * "exactly one provider charge per key, nothing lost": double charges, provider charges with no
+ * local record or recorded as not charged, local successes the provider never made, amounts or
+ * currencies that differ, stored outcomes that disagree with the provider, unfinished keys, and
+ * replayed bodies that differ from the stored one.
+ *
+ * @throws {StoreUnavailableError} PostgreSQL is out of reach.
+ */
+export async function reconcile(options: ReconcileOptions): Promise<ReconcileReport> {
+  const tables = tablesIn(options.schema ?? DEFAULT_SCHEMA);
+  const { charges, keysWithoutCharge } = await withStore(() =>
+    readLedgerRows(options.pool, tables, options.merchantIds ?? null),
+  );
+  const violations: Violation[] = [];
+  const byProviderKey = groupBy(options.providerLedger, (e) => e.providerKey);
+  const localByProviderKey = new Map(charges.map((c) => [c.providerKey, c]));
+  const merchants = options.merchantIds ? new Set(options.merchantIds) : null;
+
+  for (const [providerKey, made] of byProviderKey) {
+    if (made.length > 1) {
+      violations.push({
+        kind: 'double_charge',
+        providerKey,
+        providerChargeIds: made.map((m) => m.id),
+      });
+    }
+    const local = localByProviderKey.get(providerKey);
+    const first = made[0] as ProviderLedgerEntry;
+    if (!local) {
+      // With a merchant filter, another merchant's charge is not ours to judge.
+      if (!merchants) {
+        violations.push({
+          kind: 'lost_charge',
+          providerKey,
+          providerChargeId: first.id,
+          detail: 'the provider charged under a key with no local charge',
+        });
+      }
+      continue;
+    }
+    checkAgainstProvider(local, made, violations);
+  }
+
+  for (const local of charges) {
+    const made = byProviderKey.get(local.providerKey);
+    if (!made && (local.status === 'succeeded' || local.status === 'declined')) {
+      violations.push({
+        kind: 'phantom_charge',
+        merchantId: local.merchantId,
+        chargeId: local.chargeId,
+        detail: `recorded ${local.status} with provider charge ${local.providerChargeId ?? 'none'}, which the provider never made`,
+      });
+    }
+    checkStoredResponse(local, violations);
+    if (options.expectFinished && local.key !== null && local.recoveryPoint !== 'completed') {
+      violations.push({
+        kind: 'unfinished_key',
+        merchantId: local.merchantId,
+        key: local.key,
+        recoveryPoint: local.recoveryPoint ?? 'unknown',
+      });
+    }
+  }
+  if (options.expectFinished) {
+    for (const key of keysWithoutCharge) {
+      if (key.recovery_point === 'completed') continue;
+      violations.push({
+        kind: 'unfinished_key',
+        merchantId: key.merchant_id,
+        key: key.key,
+        recoveryPoint: key.recovery_point,
+      });
+    }
+  }
+
+  const stored = new Map(
+    charges.filter((c) => c.key !== null).map((c) => [`${c.merchantId}\u0000${c.key}`, c]),
+  );
+  for (const seen of options.observations ?? []) {
+    const local = stored.get(`${seen.merchantId}\u0000${seen.key}`);
+    if (!local || local.responseBody === null) continue; // reaped, or a rejection before a charge
+    if (local.responseBody !== seen.body) {
+      violations.push({
+        kind: 'replay_mismatch',
+        merchantId: seen.merchantId,
+        key: seen.key,
+        detail: `client saw ${seen.body.slice(0, 120)}; stored ${local.responseBody.slice(0, 120)}`,
+      });
+    }
+  }
+
+  return {
+    violations,
+    checked: {
+      providerCharges: options.providerLedger.length,
+      localCharges: charges.length,
+      observations: options.observations?.length ?? 0,
+    },
+  };
+}
+
+function checkAgainstProvider(
+  local: LocalChargeRow,
+  made: readonly ProviderLedgerEntry[],
+  violations: Violation[],
+): void {
+  const first = made[0] as ProviderLedgerEntry;
+  if (first.amountMinor !== local.amountMinor || first.currency !== local.currency) {
+    violations.push({
+      kind: 'amount_mismatch',
+      merchantId: local.merchantId,
+      chargeId: local.chargeId,
+      detail: `local ${local.amountMinor} ${local.currency}, provider ${first.amountMinor} ${first.currency}`,
+    });
+  }
+  if (local.status === 'cancelled' || local.status === 'rejected') {
+    violations.push({
+      kind: 'lost_charge',
+      providerKey: local.providerKey,
+      providerChargeId: first.id,
+      detail: `the provider charged, but the charge is recorded as ${local.status}`,
+    });
+    return;
+  }
+  if (local.status !== 'succeeded' && local.status !== 'declined') return; // still reserved
+  const adopted = made.find((m) => m.id === local.providerChargeId);
+  if (!adopted || adopted.status !== local.status) {
+    violations.push({
+      kind: 'outcome_mismatch',
+      merchantId: local.merchantId,
+      key: local.key,
+      detail: `recorded ${local.status} (${local.providerChargeId ?? 'no id'}); provider has ${made
+        .map((m) => `${m.status} (${m.id})`)
+        .join(', ')}`,
+    });
+  }
+}
+
+function checkStoredResponse(local: LocalChargeRow, violations: Violation[]): void {
+  if (local.recoveryPoint !== 'completed' || local.responseBody === null) return;
+  if (local.status === 'rejected') return; // the hook chose its own status and body
+  const expectedStatus = HTTP_STATUS[local.status as keyof typeof HTTP_STATUS];
+  let body: { status?: unknown; providerChargeId?: unknown } = {};
+  try {
+    body = JSON.parse(local.responseBody) as typeof body;
+  } catch {
+    // Reported below: the body is not what the engine writes.
+  }
+  if (
+    local.responseStatus !== expectedStatus ||
+    body.status !== local.status ||
+    body.providerChargeId !== local.providerChargeId
+  ) {
+    violations.push({
+      kind: 'outcome_mismatch',
+      merchantId: local.merchantId,
+      key: local.key,
+      detail: `stored response ${local.responseStatus} ${local.responseBody.slice(0, 120)} disagrees with charge ${local.status} (${local.providerChargeId ?? 'no id'})`,
+    });
+  }
+}
+
+function groupBy<T>(items: readonly T[], keyOf: (item: T) => string): Map<string, T[]> {
+  const groups = new Map<string, T[]>();
+  for (const item of items) {
+    const key = keyOf(item);
+    const group = groups.get(key);
+    if (group) group.push(item);
+    else groups.set(key, [item]);
+  }
+  return groups;
+}

@@ -1,0 +1,71 @@
+import { ChargeOnceError } from '../errors.js';
+
+/** A response the client received, kept as it came. */
+export type ChargeClientResponse = {
+  status: number;
+  headers: Headers;
+  /** The body text, exactly as received. */
+  body: string;
+};
+
+/**
+ * Why the client gave up:
+ * - `charge_refused`: an answer that retrying cannot change (400, 401, 403, 404, 422, 500, a
+ *   `reserve` hook's rejection, a cancelled charge, or any replayed outcome other than 2xx/402).
+ * - `charge_retries_exhausted`: every failure was retryable, but `retries` or `maxElapsedMs` ran
+ *   out (or a `Retry-After` pointed past `maxElapsedMs`).
+ * - `charge_aborted`: the caller's signal aborted.
+ */
+export type ChargeClientErrorCode =
+  'charge_refused' | 'charge_retries_exhausted' | 'charge_aborted';
+
+/**
+ * The client gave up on an operation. It carries the operation's `key`: calling `charge` again
+ * later with `{ key }` resumes the same operation, so it is never charged twice.
+ */
+export class ChargeClientError extends ChargeOnceError {
+  declare readonly code: ChargeClientErrorCode;
+  /** The idempotency key every attempt of this operation sent. */
+  readonly key: string;
+  /** Attempts made, the first included. */
+  readonly attempts: number;
+  /** The last response received, if any came (the last attempt may have failed on the network). */
+  readonly response: ChargeClientResponse | undefined;
+
+  /**
+   * `httpStatus` is the last response's status, or 502 when none came.
+   * `cause` is the last attempt's network error or timeout, or the signal's reason.
+   */
+  constructor(
+    code: ChargeClientErrorCode,
+    details: {
+      key: string;
+      attempts: number;
+      response: ChargeClientResponse | undefined;
+      cause?: unknown;
+    },
+  ) {
+    super(code, details.response?.status ?? 502, describe(code, details), {
+      cause: details.cause,
+    });
+    this.key = details.key;
+    this.attempts = details.attempts;
+    this.response = details.response;
+  }
+}
+
+function describe(
+  code: ChargeClientErrorCode,
+  details: { attempts: number; response: ChargeClientResponse | undefined },
+): string {
+  const last = details.response ? `last status ${details.response.status}` : 'no response';
+  const tries = `${details.attempts} attempt${details.attempts === 1 ? '' : 's'}`;
+  switch (code) {
+    case 'charge_refused':
+      return `The charge was refused with status ${details.response?.status ?? 'unknown'}.`;
+    case 'charge_retries_exhausted':
+      return `The charge did not get an answer that can be kept after ${tries} (${last}).`;
+    case 'charge_aborted':
+      return `The charge was aborted after ${tries} (${last}).`;
+  }
+}

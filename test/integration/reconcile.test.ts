@@ -1,0 +1,142 @@
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { sql } from 'slonik';
+import {
+  createChargeEngine,
+  createFakeProvider,
+  reconcile,
+  type FakeProvider,
+} from '../../src/index.js';
+import { createTestDatabase, type TestDatabase } from '../support/testDatabase.js';
+import { aKey, aRequest, seedAbandonedKeys } from '../support/charges.js';
+
+let db: TestDatabase;
+beforeAll(async () => {
+  db = await createTestDatabase();
+});
+afterAll(async () => {
+  await db.drop();
+});
+
+/** A merchant of its own per test, and a few clean charges in it. */
+async function cleanRun(merchantId: string) {
+  const provider = createFakeProvider({ dedupe: false });
+  const engine = createChargeEngine({ pool: db.pool, provider });
+  const outcomes = [];
+  for (let i = 0; i < 3; i++) {
+    const key = aKey();
+    outcomes.push({ key, outcome: await engine.processCharge(key, aRequest({ merchantId })) });
+  }
+  return { provider, engine, outcomes };
+}
+
+const check = (provider: FakeProvider, merchantId: string, extra = {}) =>
+  reconcile({
+    pool: db.pool,
+    providerLedger: provider.ledger(),
+    merchantIds: [merchantId],
+    ...extra,
+  });
+
+describe('reconcile', () => {
+  it('finds nothing wrong in a clean run', async () => {
+    const { provider, outcomes } = await cleanRun('m_rec_clean');
+    const report = await check(provider, 'm_rec_clean', {
+      expectFinished: true,
+      observations: outcomes.map((o) => ({
+        merchantId: 'm_rec_clean',
+        key: o.key,
+        body: o.outcome.body,
+      })),
+    });
+    expect(report.violations).toEqual([]);
+    expect(report.checked).toEqual({ providerCharges: 3, localCharges: 3, observations: 3 });
+  });
+
+  it('finds a double charge', async () => {
+    const { provider } = await cleanRun('m_rec_double');
+    const first = provider.ledger()[0]!;
+    // The provider charges the same key again, as it would once its window expired.
+    await provider.createCharge(
+      { providerKey: first.providerKey, customerId: 'c_42', amountMinor: 2000, currency: 'NGN' },
+      { signal: new AbortController().signal },
+    );
+    const report = await check(provider, 'm_rec_double');
+    expect(report.violations).toEqual([
+      expect.objectContaining({ kind: 'double_charge', providerKey: first.providerKey }),
+    ]);
+  });
+
+  it('finds a lost charge: money moved, recorded as cancelled', async () => {
+    const provider = createFakeProvider();
+    const [seed] = await seedAbandonedKeys(
+      db.pool,
+      db.tables,
+      1,
+      aRequest({ merchantId: 'm_rec_lost' }),
+    );
+    await db.pool.query(sql.unsafe`
+      UPDATE ${db.tables.charges} SET status = 'cancelled' WHERE merchant_id = 'm_rec_lost'`);
+    await provider.createCharge(
+      { providerKey: seed!.providerKey, customerId: 'c_42', amountMinor: 2000, currency: 'NGN' },
+      { signal: new AbortController().signal },
+    );
+    const report = await check(provider, 'm_rec_lost');
+    expect(report.violations.map((v) => v.kind)).toEqual(['lost_charge']);
+  });
+
+  it('finds a provider charge nobody recorded', async () => {
+    const provider = createFakeProvider();
+    await provider.createCharge(
+      { providerKey: 'co_unknown', customerId: 'c', amountMinor: 1, currency: 'NGN' },
+      { signal: new AbortController().signal },
+    );
+    const report = await reconcile({ pool: db.pool, providerLedger: provider.ledger() });
+    expect(report.violations).toContainEqual(
+      expect.objectContaining({ kind: 'lost_charge', providerKey: 'co_unknown' }),
+    );
+  });
+
+  it('finds a success the provider never made, and a differing amount', async () => {
+    const { provider } = await cleanRun('m_rec_phantom');
+    const ledger = provider.ledger();
+    const report = await reconcile({
+      pool: db.pool,
+      merchantIds: ['m_rec_phantom'],
+      providerLedger: [
+        { ...ledger[0]!, amountMinor: 1999 },
+        ledger[1]!,
+        // the third charge is missing from the provider's records
+      ],
+    });
+    expect(report.violations.map((v) => v.kind).sort()).toEqual([
+      'amount_mismatch',
+      'phantom_charge',
+    ]);
+  });
+
+  it('finds a stored outcome that disagrees with the provider', async () => {
+    const { provider, outcomes } = await cleanRun('m_rec_outcome');
+    await db.pool.query(sql.unsafe`
+      UPDATE ${db.tables.charges} SET status = 'declined'
+      WHERE merchant_id = 'm_rec_outcome' AND id = ${outcomes[0]!.outcome.chargeId}::uuid`);
+    const report = await check(provider, 'm_rec_outcome');
+    expect(report.violations.map((v) => v.kind)).toContain('outcome_mismatch');
+  });
+
+  it('finds unfinished keys once everything should be finished', async () => {
+    const provider = createFakeProvider();
+    await seedAbandonedKeys(db.pool, db.tables, 2, aRequest({ merchantId: 'm_rec_unfinished' }));
+    expect((await check(provider, 'm_rec_unfinished')).violations).toEqual([]);
+    const report = await check(provider, 'm_rec_unfinished', { expectFinished: true });
+    expect(report.violations.map((v) => v.kind)).toEqual(['unfinished_key', 'unfinished_key']);
+  });
+
+  it('finds a replay that differs from the first answer', async () => {
+    const { provider, outcomes } = await cleanRun('m_rec_replay');
+    const { key, outcome } = outcomes[0]!;
+    const report = await check(provider, 'm_rec_replay', {
+      observations: [{ merchantId: 'm_rec_replay', key, body: outcome.body.replace('NGN', 'USD') }],
+    });
+    expect(report.violations).toEqual([expect.objectContaining({ kind: 'replay_mismatch', key })]);
+  });
+});
