@@ -136,8 +136,9 @@ export type ChargeEngineOptions = {
   /** The caller's own SQL, run inside the phase transactions. */
   hooks?: ChargeHooks;
   /**
-   * How long an unfinished key must have seen no activity before the sweeper takes it, on top of
-   * its lease having run out. Leaves room for the client's own retry, which can still charge.
+   * How long past the end of its lease (or its release) an unfinished key must sit before the
+   * sweeper takes it. Leaves room for the client's own retry, and for a provider call that was
+   * still in flight when the lease ended.
    * @defaultValue `leaseMs`
    */
   sweepGraceMs?: number;

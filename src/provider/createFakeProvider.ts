@@ -25,6 +25,8 @@ export type FakeLedgerEntry = ProviderCharge & { providerKey: string; customerId
 export type FakeProvider = PaymentProvider & {
   /** Queues faults for the next `createCharge` calls, in order. */
   failNext(...faults: FakeFault[]): void;
+  /** Drops the faults still queued. */
+  clearFaults(): void;
   /** Forgets every idempotency key, as real providers do after their window (24 h at Stripe). */
   forgetIdempotencyKeys(): void;
   /** Every charge the provider really made, duplicates included. */
@@ -106,6 +108,9 @@ export function createFakeProvider(options: FakeProviderOptions = {}): FakeProvi
     },
     failNext(...next: FakeFault[]) {
       faults.push(...next);
+    },
+    clearFaults() {
+      faults.length = 0;
     },
     forgetIdempotencyKeys() {
       idempotency = new Map();

@@ -33,8 +33,8 @@ const abandonedRow = z.object({
 });
 
 /**
- * Picks up to `limit` unfinished keys of one operation whose lease ran out (or was released) and
- * whose last activity is older than `graceMs`, and takes each one's lease with a fresh token, in
+ * Picks up to `limit` unfinished keys of one operation whose lease ran out (or was released) at
+ * least `graceMs` ago, and takes each one's lease with a fresh token, in
  * one statement. `FOR UPDATE SKIP LOCKED` lets any number of sweepers run at once: each takes
  * different keys, and a key taken is invisible to the others until its new lease runs out.
  */
@@ -49,8 +49,10 @@ export async function pickAbandonedKeys(
       FROM ${tables.keys}
       WHERE recovery_point IN ('started', 'reserved')
         AND operation = ${options.operation}
-        AND (lock_token IS NULL OR locked_until <= now())
-        AND updated_at <= now() - ${options.graceMs}::float8 * interval '1 millisecond'
+        -- Idle for graceMs past the end of its lease (or past its release): room for the
+        -- client's own retry, and for a provider call still in flight when the lease ended.
+        AND (CASE WHEN lock_token IS NULL THEN updated_at ELSE locked_until END)
+          <= now() - ${options.graceMs}::float8 * interval '1 millisecond'
       ORDER BY updated_at
       LIMIT ${options.limit}
       FOR UPDATE SKIP LOCKED
