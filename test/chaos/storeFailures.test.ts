@@ -1,0 +1,179 @@
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { sql } from 'slonik';
+import { z } from 'zod';
+import {
+  createChargeEngine,
+  createEnginePool,
+  createFakeProvider,
+  IdempotencyKeyInUseError,
+  migrate,
+  reconcile,
+  StoreUnavailableError,
+  type ChargeEngine,
+  type ObservedResponse,
+} from '../../src/index.js';
+import {
+  startEmbeddedPostgres,
+  type EmbeddedServer,
+} from '../../scripts/support/embeddedPostgres.js';
+import { createTestDatabase, type TestDatabase } from '../support/testDatabase.js';
+import { aGate, aKey, aRequest, expireLease, readKey, waitFor } from '../support/charges.js';
+
+describe('the database connection dies mid-transaction (pg_terminate_backend)', () => {
+  let db: TestDatabase;
+  beforeAll(async () => {
+    db = await createTestDatabase();
+  });
+  afterAll(async () => {
+    await db.drop();
+  });
+
+  /** Kills every backend of the test database that sits inside a transaction. */
+  const terminateInTransaction = () =>
+    db.pool.anyFirst(sql.type(z.object({ killed: z.boolean() }))`
+      SELECT pg_terminate_backend(pid) AS killed FROM pg_stat_activity
+      WHERE datname = current_database() AND pid <> pg_backend_pid()
+        AND state LIKE 'idle in transaction%'`);
+
+  it('in the reserve transaction: StoreUnavailableError, nothing kept, the retry charges once', async () => {
+    const gate = aGate();
+    let reached = false;
+    const provider = createFakeProvider({ dedupe: false });
+    const dying = createChargeEngine({
+      pool: db.pool,
+      provider,
+      hooks: {
+        reserve: async (tx) => {
+          reached = true;
+          await gate.wait();
+          await tx.query(sql.unsafe`SELECT 1`);
+        },
+      },
+    });
+    const key = aKey();
+    const attempt = dying.processCharge(key, aRequest()).catch((e: unknown) => e);
+    await waitFor(() => Promise.resolve(reached));
+
+    expect((await terminateInTransaction()).length).toBeGreaterThanOrEqual(1);
+    gate.open();
+
+    expect(await attempt).toBeInstanceOf(StoreUnavailableError);
+    expect(await readKey(db.pool, db.tables, 'm_1', key)).toBeNull();
+    const healthy = createChargeEngine({ pool: db.pool, provider });
+    await expect(healthy.processCharge(key, aRequest())).resolves.toMatchObject({
+      replayed: false,
+    });
+    expect(provider.ledger()).toHaveLength(1);
+  });
+
+  it('in the complete transaction: StoreUnavailableError, then the retry adopts the charge', async () => {
+    const gate = aGate();
+    let reached = false;
+    const provider = createFakeProvider({ dedupe: false });
+    const dying = createChargeEngine({
+      pool: db.pool,
+      provider,
+      hooks: {
+        complete: async (tx) => {
+          reached = true;
+          await gate.wait();
+          await tx.query(sql.unsafe`SELECT 1`);
+        },
+      },
+    });
+    const key = aKey();
+    const attempt = dying.processCharge(key, aRequest()).catch((e: unknown) => e);
+    await waitFor(() => Promise.resolve(reached));
+
+    await terminateInTransaction();
+    gate.open();
+
+    expect(await attempt).toBeInstanceOf(StoreUnavailableError);
+    expect((await readKey(db.pool, db.tables, 'm_1', key))?.recovery_point).toBe('reserved');
+    expect(provider.ledger()).toHaveLength(1);
+    await expireLease(db.pool, db.tables, 'm_1', key);
+    const healthy = createChargeEngine({ pool: db.pool, provider });
+    const outcome = await healthy.processCharge(key, aRequest());
+    expect(outcome.providerChargeId).toBe(provider.ledger()[0]?.id);
+    expect(provider.ledger()).toHaveLength(1);
+  });
+});
+
+describe('PostgreSQL restarts in the middle of a run', () => {
+  // This test needs a server it may restart, so it always runs its own embedded PostgreSQL,
+  // whatever DATABASE_URL says.
+  let server: EmbeddedServer;
+  beforeAll(async () => {
+    server = await startEmbeddedPostgres();
+  }, 120_000);
+  afterAll(async () => {
+    await server.stop();
+  });
+
+  it('errors surface as StoreUnavailableError, retries succeed, nothing is lost', async () => {
+    await migrate(server.adminUrl);
+    const pool = await createEnginePool(server.adminUrl, { maximumPoolSize: 8 });
+    const provider = createFakeProvider({ dedupe: false });
+    const engine: ChargeEngine = createChargeEngine({
+      pool,
+      provider,
+      leaseMs: 1_000,
+      providerTimeoutMs: 500,
+      sweepGraceMs: 0,
+    });
+    const seen = new Set<string>();
+    const observations: ObservedResponse[] = [];
+    let settled = 0;
+    const operation = async (i: number) => {
+      const key = `restart-${i}`;
+      const request = aRequest({ merchantId: 'm_restart' });
+      for (let attempt = 0; attempt < 200; attempt++) {
+        try {
+          const outcome = await engine.processCharge(key, request);
+          observations.push({ merchantId: 'm_restart', key, body: outcome.body });
+          settled += 1;
+          return;
+        } catch (error) {
+          seen.add((error as Error).constructor.name);
+          if (!(
+            error instanceof StoreUnavailableError || error instanceof IdempotencyKeyInUseError
+          )) {
+            throw error;
+          }
+          await new Promise((resolve) => setTimeout(resolve, 50));
+        }
+      }
+      throw new Error(`${key} never settled`);
+    };
+
+    const run = (async () => {
+      const queue = Array.from({ length: 150 }, (_, i) => i);
+      await Promise.all(
+        Array.from({ length: 6 }, async () => {
+          for (let i = queue.shift(); i !== undefined; i = queue.shift()) await operation(i);
+        }),
+      );
+    })();
+    await waitFor(() => Promise.resolve(settled >= 20), 30_000);
+    await server.restart();
+    await run;
+
+    expect(settled).toBe(150);
+    expect(seen.has('StoreUnavailableError')).toBe(true);
+    expect(
+      [...seen].every((name) =>
+        ['StoreUnavailableError', 'IdempotencyKeyInUseError'].includes(name),
+      ),
+    ).toBe(true);
+    await engine.sweep({ limit: 1_000 });
+    const report = await reconcile({
+      pool,
+      providerLedger: provider.ledger(),
+      expectFinished: true,
+      observations,
+    });
+    expect(report.violations).toEqual([]);
+    expect(provider.ledger()).toHaveLength(150);
+    await pool.end();
+  }, 120_000);
+});
