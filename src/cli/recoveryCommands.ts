@@ -1,5 +1,6 @@
 import { createChargeEngine } from '../engine/createChargeEngine.js';
 import type { PaymentProvider } from '../provider/PaymentProvider.js';
+import { addSweepResult, emptySweepResult } from '../recovery/sweep.js';
 import { loadProvider } from './loadProvider.js';
 
 /** Options shared by `sweep`, `reap` and `status`. */
@@ -40,18 +41,10 @@ export async function sweepCommand(options: RecoveryCommandOptions, print: Print
   });
   try {
     const budget = options.limit ?? Number.POSITIVE_INFINITY;
-    const total = {
-      examined: 0,
-      adopted: 0,
-      cancelled: 0,
-      resumed: 0,
-      released: 0,
-      failed: 0,
-      skipped: 0,
-    };
+    const total = emptySweepResult();
     while (total.examined < budget) {
       const pass = await engine.sweep({ limit: Math.min(100, budget - total.examined) });
-      for (const k of Object.keys(total) as Array<keyof typeof total>) total[k] += pass[k];
+      addSweepResult(total, pass);
       // Stop when nothing is left, or when a pass only skipped (the provider is down).
       if (pass.examined === 0 || pass.skipped === pass.examined) break;
     }

@@ -6,6 +6,15 @@ import type { ScopedKey } from '../store/keyState.js';
 import type { EngineEnv } from './engineEnv.js';
 import type { ChargeOutcome } from './types.js';
 
+/** A charge being reserved by the attempt that holds its key. */
+export type ReservingCharge = {
+  scoped: ScopedKey;
+  lockToken: string;
+  chargeId: string;
+  providerKey: string;
+  request: ChargeRequest;
+};
+
 /**
  * Runs the caller's `reserve` hook inside the reserve transaction, under a savepoint. A
  * `ChargeRejectedError` undoes only the hook's writes and stores the rejection as the key's
@@ -15,13 +24,7 @@ import type { ChargeOutcome } from './types.js';
 export async function runReserveHook(
   tx: DatabaseTransactionConnection,
   env: EngineEnv,
-  charge: {
-    scoped: ScopedKey;
-    lockToken: string;
-    chargeId: string;
-    providerKey: string;
-    request: ChargeRequest;
-  },
+  charge: ReservingCharge,
 ): Promise<ChargeOutcome | null> {
   const hook = env.hooks.reserve;
   if (!hook) return null;

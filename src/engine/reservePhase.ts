@@ -1,10 +1,8 @@
-import type { ChargeRequest } from '../request.js';
-import type { ScopedKey } from '../store/keyState.js';
 import { reserveCharge, type ReserveInput } from '../store/reserveCharge.js';
 import { withStore } from '../store/storeErrors.js';
 import type { EngineEnv } from './engineEnv.js';
 import { leaseLost } from './leaseLost.js';
-import { runReserveHook } from './reserveHook.js';
+import { runReserveHook, type ReservingCharge } from './reserveHook.js';
 import type { ChargeOutcome } from './types.js';
 
 /**
@@ -16,13 +14,7 @@ import type { ChargeOutcome } from './types.js';
  */
 export async function reservePhase(
   env: EngineEnv,
-  charge: {
-    scoped: ScopedKey;
-    lockToken: string;
-    chargeId: string;
-    providerKey: string;
-    request: ChargeRequest;
-  },
+  charge: ReservingCharge,
 ): Promise<ChargeOutcome | null> {
   const input: ReserveInput = {
     ...charge.scoped,

@@ -45,6 +45,17 @@ export type SweepResult = {
   skipped: number;
 };
 
+/** A result with every count at zero. */
+export function emptySweepResult(): SweepResult {
+  return { examined: 0, adopted: 0, cancelled: 0, resumed: 0, released: 0, failed: 0, skipped: 0 };
+}
+
+/** Adds `pass` into `total`, count by count. */
+export function addSweepResult(total: SweepResult, pass: SweepResult): SweepResult {
+  for (const k of Object.keys(total) as Array<keyof SweepResult>) total[k] += pass[k];
+  return total;
+}
+
 /** The recovery settings a sweep needs from the engine. */
 export type SweepSettings = {
   graceMs: number;
@@ -76,15 +87,7 @@ export async function sweep(
       leaseMs: env.leaseMs,
     }),
   );
-  const result: SweepResult = {
-    examined: keys.length,
-    adopted: 0,
-    cancelled: 0,
-    resumed: 0,
-    released: 0,
-    failed: 0,
-    skipped: 0,
-  };
+  const result: SweepResult = { ...emptySweepResult(), examined: keys.length };
   let next = 0;
   const worker = async () => {
     while (next < keys.length) {

@@ -3,26 +3,22 @@ import { sql, type CommonQueryMethods } from 'slonik';
 import { keyStateColumns, keyStateFrom, keyStateRow, nowPlusMs, toKeyState } from './keyState.js';
 import type { KeyState, ScopedKey } from './keyState.js';
 import type { Tables } from './tables.js';
+import { insertChargeIntent, type ChargeIntent } from './chargeIntent.js';
 import { findKey } from './findKey.js';
 
 /**
  * What a new claim writes: the key at `reserved` and the local charge intent, or with
  * `reserve: false` only the key, at `started`.
  */
-export type ClaimInput = ScopedKey & {
-  reserve: boolean;
-  requestHash: string;
-  canonicalRequest: string;
-  chargeId: string;
-  providerKey: string;
-  lockToken: string;
-  leaseMs: number;
-  customerId: string;
-  amountMinor: number;
-  currency: string;
-  description: string | null;
-  metadata: Record<string, string> | null;
-};
+export type ClaimInput = ScopedKey &
+  ChargeIntent & {
+    reserve: boolean;
+    requestHash: string;
+    canonicalRequest: string;
+    chargeId: string;
+    lockToken: string;
+    leaseMs: number;
+  };
 
 /** Either this attempt now owns a fresh key, or the key already existed. */
 export type ClaimResult =
@@ -57,15 +53,7 @@ export async function claimKey(
       ON CONFLICT (merchant_id, operation, key) DO NOTHING
       RETURNING charge_id
     ), intent AS (
-      INSERT INTO ${tables.charges} (merchant_id, id, customer_id, amount_minor, currency,
-        description, metadata, provider_key, status)
-      SELECT ${input.merchantId}, charge_id, ${input.customerId}, ${input.amountMinor},
-        ${input.currency}, ${input.description},
-        ${input.metadata === null ? null : sql.jsonb(input.metadata)}, ${input.providerKey},
-        'reserved'
-      FROM claimed
-      WHERE ${input.reserve}
-      RETURNING id
+      ${insertChargeIntent(tables, input, input.reserve ? sql.fragment`claimed` : sql.fragment`claimed WHERE false`)}
     )
     SELECT EXISTS (SELECT 1 FROM claimed) AS claimed, existing.*
     FROM (SELECT 1) AS one

@@ -2,18 +2,10 @@ import { z } from 'zod';
 import { sql, type CommonQueryMethods } from 'slonik';
 import type { ScopedKey } from './keyState.js';
 import type { Tables } from './tables.js';
+import { insertChargeIntent, type ChargeIntent } from './chargeIntent.js';
 
 /** The charge intent written by the reserve phase of a key resumed at `started`. */
-export type ReserveInput = ScopedKey & {
-  lockToken: string;
-  chargeId: string;
-  providerKey: string;
-  customerId: string;
-  amountMinor: number;
-  currency: string;
-  description: string | null;
-  metadata: Record<string, string> | null;
-};
+export type ReserveInput = ScopedKey & ChargeIntent & { lockToken: string; chargeId: string };
 
 /**
  * Moves a key from `started` to `reserved` and writes the charge intent, in one statement, fenced
@@ -35,14 +27,7 @@ export async function reserveCharge(
         AND recovery_point = 'started'
       RETURNING charge_id
     ), intent AS (
-      INSERT INTO ${tables.charges} (merchant_id, id, customer_id, amount_minor, currency,
-        description, metadata, provider_key, status)
-      SELECT ${input.merchantId}, charge_id, ${input.customerId}, ${input.amountMinor},
-        ${input.currency}, ${input.description},
-        ${input.metadata === null ? null : sql.jsonb(input.metadata)}, ${input.providerKey},
-        'reserved'
-      FROM advanced
-      RETURNING id
+      ${insertChargeIntent(tables, input, sql.fragment`advanced`)}
     )
     SELECT EXISTS (SELECT 1 FROM intent) AS reserved
   `);

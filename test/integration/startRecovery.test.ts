@@ -3,6 +3,7 @@ import { sql } from 'slonik';
 import { z } from 'zod';
 import { createChargeEngine, createFakeProvider } from '../../src/index.js';
 import { startRecovery } from '../../src/recovery/startRecovery.js';
+import { emptySweepResult } from '../../src/recovery/sweep.js';
 import { createTestDatabase, type TestDatabase } from '../support/testDatabase.js';
 import { aRequest, seedAbandonedKeys, waitFor } from '../support/charges.js';
 
@@ -14,15 +15,7 @@ afterAll(async () => {
   await db.drop();
 });
 
-const emptySweep = {
-  examined: 0,
-  adopted: 0,
-  cancelled: 0,
-  resumed: 0,
-  released: 0,
-  failed: 0,
-  skipped: 0,
-};
+const emptySweep = emptySweepResult();
 
 describe('startRecovery', () => {
   it('finishes abandoned keys in the background and stops on the signal', async () => {

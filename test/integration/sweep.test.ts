@@ -12,6 +12,7 @@ import {
   type SweepResult,
 } from '../../src/index.js';
 import { createEnginePool } from '../../src/store/resolvePool.js';
+import { addSweepResult, emptySweepResult } from '../../src/recovery/sweep.js';
 import { createTestDatabase, type TestDatabase } from '../support/testDatabase.js';
 import {
   aKey,
@@ -36,19 +37,11 @@ const charge = (provider: FakeProvider, providerKey: string) =>
   );
 
 async function sweepUntilIdle(engine: ChargeEngine, limit: number): Promise<SweepResult> {
-  const total: SweepResult = {
-    examined: 0,
-    adopted: 0,
-    cancelled: 0,
-    resumed: 0,
-    released: 0,
-    failed: 0,
-    skipped: 0,
-  };
+  const total = emptySweepResult();
   for (;;) {
     const pass = await engine.sweep({ limit });
     if (pass.examined === 0) return total;
-    for (const k of Object.keys(total) as Array<keyof SweepResult>) total[k] += pass[k];
+    addSweepResult(total, pass);
   }
 }
 
