@@ -69,10 +69,16 @@ export function isStoreUnavailable(error: unknown): boolean {
   return false;
 }
 
-/** Maps a failure from the store to the error chargeonce throws; its own errors pass through. */
+/**
+ * Maps a failure from the store to the error chargeonce throws; its own errors pass through.
+ * A serialization failure or deadlock that outlived slonik's own retries is transient too: the
+ * work rolled back, and the caller may retry with the same key.
+ */
 export function toStoreError(error: unknown): unknown {
   if (error instanceof ChargeOnceError) return error;
-  if (isStoreUnavailable(error)) return new StoreUnavailableError({ cause: error });
+  if (isStoreUnavailable(error) || isRetryableStoreError(error)) {
+    return new StoreUnavailableError({ cause: error });
+  }
   return error;
 }
 

@@ -1,0 +1,42 @@
+import { describe, expect, it } from 'vitest';
+import { IdempotencyKeyInUseError, StoreUnavailableError } from '../../src/errors.js';
+import { isRetryableStoreError, toStoreError } from '../../src/store/storeErrors.js';
+
+const withCode = (code: string, message = 'driver error') =>
+  Object.assign(new Error(message), { code });
+
+describe('store error classification', () => {
+  it.each([
+    '08006',
+    '08001',
+    '57P01',
+    '57P02',
+    '57P03',
+    '53300',
+    '57014',
+    'ECONNREFUSED',
+    'ECONNRESET',
+  ])('%s means the store is unavailable', (code) => {
+    const mapped = toStoreError(withCode(code));
+    expect(mapped).toBeInstanceOf(StoreUnavailableError);
+    expect((mapped as StoreUnavailableError).cause).toBeInstanceOf(Error);
+  });
+
+  it.each(['40001', '40P01'])('%s is retryable, and transient once retries ran out', (code) => {
+    expect(isRetryableStoreError(withCode(code))).toBe(true);
+    expect(toStoreError(withCode(code))).toBeInstanceOf(StoreUnavailableError);
+  });
+
+  it('finds the code on a wrapped cause', () => {
+    const wrapped = new Error('query failed', { cause: withCode('57P01') });
+    expect(toStoreError(wrapped)).toBeInstanceOf(StoreUnavailableError);
+  });
+
+  it('leaves other errors alone', () => {
+    const unique = withCode('23505', 'duplicate key');
+    expect(toStoreError(unique)).toBe(unique);
+    expect(isRetryableStoreError(unique)).toBe(false);
+    const own = new IdempotencyKeyInUseError(100);
+    expect(toStoreError(own)).toBe(own);
+  });
+});
