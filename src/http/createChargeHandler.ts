@@ -58,7 +58,7 @@ const DEFAULTS = {
 } as const;
 
 /**
- * Creates the HTTP edge of a charge engine: `POST` a {@link ChargeRequestBody} with an
+ * Creates the HTTP edge of a charge engine: `POST` a `ChargeRequestBody` (JSON) with an
  * `Idempotency-Key` header and credentials.
  *
  * Answers: an outcome (201 charged, 402 declined, a `reserve` hook's rejection) with its stored
@@ -69,7 +69,12 @@ const DEFAULTS = {
  * seconds. Error bodies are `{"error":{"code","message","fields"?}}`. Every refusal before the
  * engine runs leaves the key unused.
  *
- * The handler reads the body itself, so mount it where no body parser runs first.
+ * The merchant is whoever `authenticate` says: a body that carries `merchantId` is refused
+ * (400, field `merchantId`), even when it names the same merchant.
+ *
+ * The handler reads the body itself, so mount it where no body parser runs first (Express: no
+ * `express.json()` on the route, though `express.raw()` is fine; Fastify: a pass-through
+ * content-type parser in the route's scope and `reply.hijack()`).
  *
  * @throws {InvalidConfigurationError} when `authenticate` is missing or an option is invalid.
  */

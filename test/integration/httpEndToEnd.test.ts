@@ -17,7 +17,12 @@ import { createTestDatabase, type TestDatabase } from '../support/testDatabase.j
 const OPERATIONS = 500;
 /** Moderate: the machine is small and shared; faults, not load, are what this test is about. */
 const CONCURRENCY = 16;
-const ATTEMPT_TIMEOUT_MS = 300;
+/**
+ * Well above the server's latency even on a loaded machine: a client timeout below it turns
+ * every attempt into a timeout and every retry into more load (a retry storm), which is a
+ * tuning lesson, not what this test is about. Abandoned attempts come from the long delays.
+ */
+const ATTEMPT_TIMEOUT_MS = 2_000;
 const MERCHANT = 'm_e2e';
 
 let db: TestDatabase;
@@ -56,17 +61,25 @@ describe('client → fault proxy → handler → engine → provider', () => {
       targetPort: server.port,
       choose: (): FaultChoice => {
         const draw = random();
-        // Delays straddle the attempt timeout: some answers are late, some are abandoned.
-        const delayMs = Math.floor(random() * ATTEMPT_TIMEOUT_MS * 2);
-        if (draw < 0.07) return { fault: 'resetRequest' };
-        if (draw < 0.14) return { fault: 'dropResponse' };
-        if (draw < 0.18) return { fault: 'delayRequest', delayMs };
-        if (draw < 0.22) return { fault: 'delayResponse', delayMs };
+        // Most delays make an answer late; one in four outlasts the attempt, which the client
+        // then abandons while the server carries on.
+        const long = random() < 0.25;
+        const delayMs = long ? ATTEMPT_TIMEOUT_MS + 200 : Math.floor(random() * 200);
+        if (draw < 0.06) return { fault: 'resetRequest' };
+        if (draw < 0.12) return { fault: 'dropResponse' };
+        if (draw < 0.16) return { fault: 'delayRequest', delayMs };
+        if (draw < 0.2) return { fault: 'delayResponse', delayMs };
         return { fault: 'pass' };
       },
     });
+    let timeouts = 0;
     const client = createChargeClient({
       baseUrl: proxy.url,
+      fetch: (input, init) =>
+        globalThis.fetch(input, init).catch((error: unknown) => {
+          if ((init?.signal?.reason as Error | undefined)?.name === 'TimeoutError') timeouts += 1;
+          throw error;
+        }),
       headers: { authorization: 'Bearer tok_e2e' },
       attemptTimeoutMs: ATTEMPT_TIMEOUT_MS,
       retries: 30,
@@ -128,6 +141,7 @@ describe('client → fault proxy → handler → engine → provider', () => {
     // The faults did happen, and were survived by retrying: the test proves something.
     for (const count of Object.values(proxy.counts)) expect(count).toBeGreaterThan(0);
     expect(providerFaults).toBeGreaterThan(0);
+    expect(timeouts).toBeGreaterThan(0);
     expect(results.some((r) => r.replayed)).toBe(true);
     expect(results.reduce((sum, r) => sum + r.attempts, 0)).toBeGreaterThan(OPERATIONS);
   });
