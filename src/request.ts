@@ -19,6 +19,11 @@ const nonEmptyId = z
   .min(1, 'must not be empty')
   .max(255, 'must be at most 255 characters');
 
+/** True for a well-formed idempotency key: 1–255 printable ASCII characters. */
+export function isValidIdempotencyKey(key: unknown): key is string {
+  return idempotencyKeySchema.safeParse(key).success;
+}
+
 const chargeRequestSchema = z
   .object({
     merchantId: nonEmptyId,

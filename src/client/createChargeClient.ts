@@ -1,5 +1,6 @@
 import pRetry, { AbortError, type RetryContext } from 'p-retry';
 import { InvalidRequestError } from '../errors.js';
+import { isValidIdempotencyKey } from '../request.js';
 import type { ChargeRequestBody } from '../http/parseChargeBody.js';
 import {
   ChargeClientError,
@@ -66,9 +67,6 @@ export type ChargeClient = {
   charge(request: ChargeRequestBody, options?: ChargeOptions): Promise<ChargeResult>;
 };
 
-/** The engine's rule for keys, checked here so a bad key fails before it is sent. */
-const VALID_KEY = /^[\x20-\x7E]{1,255}$/;
-
 /** An attempt failed in a way that may not happen next time. */
 class RetryableFailure extends Error {
   constructor(
@@ -91,7 +89,7 @@ export function createChargeClient(options: ChargeClientOptions): ChargeClient {
   return {
     async charge(request, callOptions = {}) {
       const key = callOptions.key ?? globalThis.crypto.randomUUID();
-      if (!VALID_KEY.test(key)) {
+      if (!isValidIdempotencyKey(key)) {
         throw new InvalidRequestError([
           { field: 'key', message: 'must be 1-255 printable ASCII characters' },
         ]);
