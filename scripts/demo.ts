@@ -1,6 +1,7 @@
 // The chargeonce story in one run: a charge, a lost response and its retry, a double tap, a
-// reused key, a decline. Prints what each step returned and what the provider saw, and exits
-// non-zero if any provider key was charged more than once.
+// reused key, a decline. Prints what each step returned and what the provider saw, then runs a
+// short chaos experiment (worker processes killed, crashes, provider faults) and reconciles it.
+// Exits non-zero if any provider key was charged more than once, or the chaos run found anything.
 import { randomUUID } from 'node:crypto';
 import {
   ChargeOnceError,
@@ -11,6 +12,9 @@ import {
   type ChargeOutcome,
   type ChargeRequest,
 } from '../src/index.js';
+import { runChaos } from '../src/chaos/runChaos.js';
+import { createProgressBar } from '../src/cli/createProgressBar.js';
+import { renderChaosReport } from '../src/cli/renderChaosReport.js';
 import { startDatabase } from './support/database.js';
 
 const database = await startDatabase();
@@ -83,6 +87,21 @@ try {
   } else {
     console.log('\nEvery operation was charged exactly once.');
   }
+
+  console.log('\n6. Chaos: 200 charges on 2 worker processes killed at random, with crashes and');
+  console.log('   provider faults; then a sweep, and the provider ledger reconciled\n');
+  const bar = process.stderr.isTTY ? createProgressBar(process.stderr) : null;
+  const report = await runChaos({
+    databaseUrl: database.url,
+    charges: 200,
+    workers: 2,
+    concurrency: 16,
+    killRate: 0.02,
+    crashRate: 0.05,
+    ...(bar ? { onProgress: (p) => bar.update(p) } : {}),
+  }).finally(() => bar?.clear());
+  for (const line of renderChaosReport(report)) console.log(`  ${line}`.trimEnd());
+  if (!report.ok) process.exitCode = 1;
 } finally {
   await pool.end();
   await database.stop();

@@ -1,6 +1,7 @@
 #!/usr/bin/env node
 import { parseArgs } from 'node:util';
 import { ChargeOnceError } from './errors.js';
+import { chaosCommand } from './cli/chaosCommand.js';
 import {
   reapCommand,
   statusCommand,
@@ -14,6 +15,8 @@ Commands:
   sweep    finish abandoned charges (needs --provider)
   reap     delete completed keys older than the retention
   status   keys per recovery point, abandoned and stuck keys
+  chaos    charge through crashes, kills and provider faults, then reconcile
+           (options: chargeonce chaos --help)
 
 Options:
   --database-url URL     PostgreSQL (default: $DATABASE_URL)
@@ -35,6 +38,11 @@ function numberOption(value: string | undefined, name: string): number | undefin
 }
 
 async function main(argv: string[]): Promise<number> {
+  const print = (line: string) => process.stdout.write(`${line}\n`);
+  // `chaos` has options of its own and parses them itself.
+  if (argv[0] === 'chaos') {
+    return (await chaosCommand(argv.slice(1), print)) === 'failed' ? 1 : 0;
+  }
   const { positionals, values } = parseArgs({
     args: argv,
     allowPositionals: true,
@@ -75,7 +83,6 @@ async function main(argv: string[]): Promise<number> {
     retentionMs: numberOption(values['retention-ms'], 'retention-ms'),
     json: values.json,
   };
-  const print = (line: string) => process.stdout.write(`${line}\n`);
   switch (command) {
     case 'sweep':
       await sweepCommand(options, print);

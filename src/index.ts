@@ -87,3 +87,13 @@ export type {
   ReconcileReport,
   Violation,
 } from './chaos/reconcile.js';
+export { runChaos } from './chaos/runChaos.js';
+export { DEFAULT_PROVIDER_FAULTS } from './chaos/resolveChaosOptions.js';
+export type { ChaosOptions } from './chaos/resolveChaosOptions.js';
+export type {
+  ChaosProgress,
+  ChaosReport,
+  UnexpectedError,
+  UnsettledOperation,
+} from './chaos/ChaosReport.js';
+export type { ChaosProviderFactory, ChaosProviderModule } from './chaos/loadChaosProvider.js';

@@ -1,0 +1,97 @@
+import type { ChargeStatus, CrashPoint } from '../engine/types.js';
+import type {
+  FakeServerFault,
+  FakeServerRates,
+  LatencyRange,
+} from '../provider/createFaultSchedule.js';
+import type { SweepResult } from '../recovery/sweep.js';
+import type { Violation } from './reconcile.js';
+
+/** Where a chaos run is, for a progress display. */
+export type ChaosProgress = {
+  phase: 'charging' | 'sweeping' | 'returning' | 'reconciling';
+  /** Operations whose client got a final outcome (or walked away) so far. */
+  ended: number;
+  total: number;
+  attempts: number;
+  crashes: number;
+  kills: number;
+};
+
+/** An operation that never got a final outcome, even after the sweep and the client's return. */
+export type UnsettledOperation = {
+  merchantId: string;
+  key: string;
+  /** The code of the last error its client got, if any. */
+  lastError: string | null;
+};
+
+/** An error no retry could change, which a client got although nothing was wrong with its request. */
+export type UnexpectedError = { merchantId: string; key: string; code: string; message: string };
+
+/** What {@link runChaos} did and found. `ok` is the verdict. */
+export type ChaosReport = {
+  /**
+   * True when there were no violations, no unexpected errors, and every operation settled.
+   */
+  ok: boolean;
+  /** The run's id; its merchants are `chaos-<runId>-m<N>`. */
+  runId: string;
+  /** The seed: pass it again to replay the same requests and fault rates. */
+  seed: number;
+  schema: string;
+  durationMs: number;
+  config: {
+    workers: number;
+    concurrency: number;
+    killRate: number;
+    crashRate: number;
+    abandonRate: number;
+    providerFaults: FakeServerRates;
+    latencyMs: LatencyRange;
+    idempotencyWindowMs: number | null;
+    leaseMs: number;
+    providerTimeoutMs: number;
+    /** The `providerModule` path, or `null` for the built-in HTTP adapter. */
+    providerModule: string | null;
+    /** Where the ledger the reconciler checked came from. */
+    ledger: 'fake-provider' | 'provider-module';
+  };
+  /** Operations run, one key each. */
+  charges: number;
+  /** Operations that got a final outcome, during the run or on the client's return. */
+  settled: number;
+  /** The final outcome of each settled operation, by status. */
+  outcomes: Record<ChargeStatus, number>;
+  /** Clients that walked away after a failed attempt (`abandonRate`). */
+  abandoned: number;
+  /** `processCharge` calls, the return visits included. */
+  attempts: number;
+  /** Attempts after an operation's first. */
+  retries: number;
+  /** Retryable errors clients got, by code (`idempotency_key_in_use`, `provider_unavailable`, …). */
+  retryableErrors: Record<string, number>;
+  /** Injected crashes that fired, by crash point. */
+  crashes: { total: number; byPoint: Record<CrashPoint, number> };
+  /** Worker processes the harness `SIGKILL`ed. */
+  processesKilled: number;
+  /** Worker processes started, the first ones included. */
+  processesStarted: number;
+  /** What the fake provider server injected, from its stats. */
+  providerFaults: Record<FakeServerFault, number>;
+  /** Charges the fake provider really made, duplicates included. */
+  providerCharges: number;
+  /** Outcomes that were stored ones (`replayed: true`). */
+  replays: number;
+  /**
+   * Charges an interrupted attempt had made and a later one adopted (found by `findCharge`)
+   * instead of charging again: by clients, and by the final sweep.
+   */
+  adoptions: { total: number; byClients: number; bySweep: number };
+  /** The final sweep, all passes together. */
+  sweep: SweepResult & { passes: number };
+  /** Everything the reconciler found wrong; empty in a good run. */
+  violations: Violation[];
+  unexpectedErrors: UnexpectedError[];
+  unsettled: UnsettledOperation[];
+};

@@ -1,0 +1,37 @@
+import type { ChargeStatus, CrashPoint } from '../engine/types.js';
+
+/** How one `processCharge` call of a chaos client ended. */
+export type AttemptEvent = {
+  op: number;
+  merchantId: string;
+  key: string;
+} & (
+  | {
+      kind: 'outcome';
+      status: ChargeStatus;
+      replayed: boolean;
+      /** True when this attempt found an earlier attempt's charge and adopted it. */
+      adopted: boolean;
+      /** The body the client received, for the reconciler's replay check. */
+      body: string;
+    }
+  | { kind: 'crash'; point: CrashPoint }
+  /** `code` is the `ChargeOnceError` code, or the error's name for anything else. */
+  | { kind: 'retryable'; code: string }
+  | { kind: 'unexpected'; code: string; message: string }
+);
+
+/** How a client's work on one operation ended. */
+export type OperationEnd = {
+  op: number;
+  /** `settled`: an outcome; `abandoned`: walked away; `gaveUp`: out of attempts; `failed`: an unexpected error. */
+  result: 'settled' | 'abandoned' | 'gaveUp' | 'failed';
+  status: ChargeStatus | null;
+  lastError: string | null;
+};
+
+/** Where a client loop reports to: the tally in process, or the IPC channel in a worker. */
+export type OperationSink = {
+  attempt(event: AttemptEvent): void;
+  ended(end: OperationEnd): void;
+};

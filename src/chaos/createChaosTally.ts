@@ -1,0 +1,125 @@
+import { CRASH_POINTS, type ChargeStatus, type CrashPoint } from '../engine/types.js';
+import type { ChaosProgress, UnexpectedError } from './ChaosReport.js';
+import type { OperationEnd, OperationSink } from './OperationSink.js';
+import type { ObservedResponse } from './reconcile.js';
+
+/** Counts what the clients of a chaos run went through, from their events. */
+export type ChaosTally = {
+  sink: OperationSink;
+  /** Operations whose client has seen no outcome yet: walked away, out of attempts, or failed. */
+  unsettled(): number[];
+  /** The last error of an operation's client, if any. */
+  lastError(op: number): string | null;
+  observations(): ObservedResponse[];
+  progress(phase: ChaosProgress['phase'], kills: number): ChaosProgress;
+  counts(): {
+    attempts: number;
+    retries: number;
+    retryableErrors: Record<string, number>;
+    crashes: { total: number; byPoint: Record<CrashPoint, number> };
+    replays: number;
+    adoptions: number;
+    abandoned: number;
+    outcomes: Record<ChargeStatus, number>;
+    settled: number;
+    unexpectedErrors: UnexpectedError[];
+  };
+};
+
+/** At most this many unexpected errors are kept with their message; all are counted. */
+const MAX_KEPT_ERRORS = 100;
+
+/** Creates the tally of a run of `total` operations. */
+export function createChaosTally(total: number): ChaosTally {
+  let attempts = 0;
+  let retries = 0;
+  let replays = 0;
+  let adoptions = 0;
+  let abandoned = 0;
+  let crashTotal = 0;
+  const tried = new Set<number>();
+  const retryableErrors: Record<string, number> = {};
+  const byPoint = Object.fromEntries(CRASH_POINTS.map((p) => [p, 0])) as Record<CrashPoint, number>;
+  /** The last outcome each operation's client saw. */
+  const finalStatus = new Map<number, ChargeStatus>();
+  const endings = new Map<number, OperationEnd>();
+  const observations: ObservedResponse[] = [];
+  const unexpectedErrors: UnexpectedError[] = [];
+
+  const sink: OperationSink = {
+    attempt(event) {
+      attempts += 1;
+      // Counted per operation, not per process: a restarted worker's first try is a retry too.
+      if (tried.has(event.op)) retries += 1;
+      else tried.add(event.op);
+      switch (event.kind) {
+        case 'outcome':
+          finalStatus.set(event.op, event.status);
+          observations.push({ merchantId: event.merchantId, key: event.key, body: event.body });
+          if (event.replayed) replays += 1;
+          if (event.adopted) adoptions += 1;
+          return;
+        case 'crash':
+          crashTotal += 1;
+          byPoint[event.point] += 1;
+          return;
+        case 'retryable':
+          retryableErrors[event.code] = (retryableErrors[event.code] ?? 0) + 1;
+          return;
+        case 'unexpected':
+          if (unexpectedErrors.length < MAX_KEPT_ERRORS) {
+            unexpectedErrors.push({
+              merchantId: event.merchantId,
+              key: event.key,
+              code: event.code,
+              message: event.message,
+            });
+          }
+          return;
+      }
+    },
+    ended(end) {
+      if (end.result === 'abandoned') abandoned += 1;
+      endings.set(end.op, end);
+    },
+  };
+
+  const outcomes = (): Record<ChargeStatus, number> => {
+    const counts: Record<ChargeStatus, number> = {
+      succeeded: 0,
+      declined: 0,
+      rejected: 0,
+      cancelled: 0,
+    };
+    for (const status of finalStatus.values()) counts[status] += 1;
+    return counts;
+  };
+
+  return {
+    sink,
+    unsettled: () =>
+      Array.from({ length: total }, (_, op) => op).filter((op) => !finalStatus.has(op)),
+    lastError: (op) => endings.get(op)?.lastError ?? null,
+    observations: () => observations,
+    progress: (phase, kills) => ({
+      phase,
+      ended: endings.size,
+      total,
+      attempts,
+      crashes: crashTotal,
+      kills,
+    }),
+    counts: () => ({
+      attempts,
+      retries,
+      retryableErrors: { ...retryableErrors },
+      crashes: { total: crashTotal, byPoint: { ...byPoint } },
+      replays,
+      adoptions,
+      abandoned,
+      outcomes: outcomes(),
+      settled: finalStatus.size,
+      unexpectedErrors: [...unexpectedErrors],
+    }),
+  };
+}

@@ -1,0 +1,87 @@
+import { isAbsolute, resolve } from 'node:path';
+import { pathToFileURL } from 'node:url';
+import { createHttpProvider } from '../provider/createHttpProvider.js';
+import type { PaymentProvider } from '../provider/PaymentProvider.js';
+import type { ProviderLedgerEntry } from './reconcile.js';
+
+/** What a provider module's default export may be: a factory, or a ready adapter. */
+export type ChaosProviderFactory = (context: {
+  /** The harness's fake provider server, e.g. `http://127.0.0.1:40123`. */
+  baseUrl: string;
+}) => PaymentProvider | Promise<PaymentProvider>;
+
+/**
+ * The contract of a provider module given to the chaos harness (`providerModule`, the `chaos`
+ * command's `--provider`), an ES module:
+ *
+ * - `default`: a {@link ChaosProviderFactory}, called with the fake provider server's `baseUrl`
+ *   in every worker process and in the harness itself, so your adapter can be pointed at the
+ *   fake server (whose API it must then speak, or translate); or a `PaymentProvider` object,
+ *   used as it is, talking to wherever it talks (a sandbox, say).
+ * - `ledger` (optional): every charge your provider really made during the run, duplicates
+ *   included. When present the reconciler checks against it instead of the fake server's
+ *   ledger; a plain `PaymentProvider` that does not use the fake server needs it, or every
+ *   charge it makes looks like one the provider never made.
+ *
+ * The module is imported by path in each worker, so it must be loadable on its own (from a
+ * `.ts` file only when chargeonce itself runs from its TypeScript sources).
+ */
+export type ChaosProviderModule = {
+  default: ChaosProviderFactory | PaymentProvider;
+  ledger?: () => Promise<readonly ProviderLedgerEntry[]>;
+};
+
+/** A provider ready to use, and its ledger when the module has one. */
+export type LoadedChaosProvider = {
+  provider: PaymentProvider;
+  ledger: (() => Promise<readonly ProviderLedgerEntry[]>) | undefined;
+};
+
+/** A module path as an import specifier that works from any process and directory. */
+export function providerModuleUrl(modulePath: string): string {
+  if (modulePath.startsWith('file:')) return modulePath;
+  return pathToFileURL(isAbsolute(modulePath) ? modulePath : resolve(modulePath)).href;
+}
+
+/**
+ * Loads the provider of a chaos run: the module's (see {@link ChaosProviderModule}), or the
+ * built-in HTTP adapter on the fake server at `baseUrl` when there is no module.
+ *
+ * @throws {Error} the module exports neither a factory nor a `PaymentProvider`.
+ */
+export async function loadChaosProvider(
+  moduleUrl: string | undefined,
+  baseUrl: string,
+): Promise<LoadedChaosProvider> {
+  if (moduleUrl === undefined) {
+    return { provider: createHttpProvider({ baseUrl }), ledger: undefined };
+  }
+  const module = (await import(moduleUrl)) as Partial<Record<'default' | 'ledger', unknown>>;
+  const exported = module.default;
+  const provider: unknown =
+    typeof exported === 'function'
+      ? await (exported as ChaosProviderFactory)({ baseUrl })
+      : exported;
+  if (!isProvider(provider)) {
+    throw new Error(
+      `${moduleUrl} must export as default a PaymentProvider (createCharge and findCharge) or a function ({ baseUrl }) => PaymentProvider`,
+    );
+  }
+  const ledger = module.ledger;
+  if (ledger !== undefined && typeof ledger !== 'function') {
+    throw new Error(`${moduleUrl}: the ledger export must be a function`);
+  }
+  return {
+    provider,
+    ledger: ledger as (() => Promise<readonly ProviderLedgerEntry[]>) | undefined,
+  };
+}
+
+function isProvider(value: unknown): value is PaymentProvider {
+  return (
+    typeof value === 'object' &&
+    value !== null &&
+    typeof (value as PaymentProvider).createCharge === 'function' &&
+    typeof (value as PaymentProvider).findCharge === 'function'
+  );
+}

@@ -1,0 +1,203 @@
+import { randomInt } from 'node:crypto';
+import { InvalidConfigurationError } from '../errors.js';
+import {
+  FAKE_SERVER_FAULTS,
+  type FakeServerRates,
+  type LatencyRange,
+} from '../provider/createFaultSchedule.js';
+import type { ChaosProgress } from './ChaosReport.js';
+
+/** Options of {@link runChaos}. Every rate is a probability in [0, 1]. */
+export type ChaosOptions = {
+  /** The PostgreSQL to run against; the harness migrates `schema` there first. */
+  databaseUrl: string;
+  /**
+   * The schema to migrate and charge in. A schema of its own keeps chaos rows away from real ones;
+   * rows of earlier runs may stay in it (each run uses merchants of its own and only judges those).
+   * @defaultValue `'chargeonce_chaos'`
+   */
+  schema?: string;
+  /**
+   * How many operations (one key, one request each) to run.
+   * @defaultValue `1_000`
+   */
+  charges?: number;
+  /**
+   * Operations in flight at once, per worker.
+   * @defaultValue `8`
+   */
+  concurrency?: number;
+  /**
+   * Worker child processes the operations are spread over; `0` runs them in this process (then
+   * nothing can be killed, and `killRate` is ignored).
+   * @defaultValue `2`
+   */
+  workers?: number;
+  /**
+   * After each operation a worker reports settled, the chance that the harness `SIGKILL`s a random
+   * busy worker a random 0–250 ms later. A killed worker is restarted with the operations it had
+   * not reported settled; they are retried with the same keys.
+   * @defaultValue `0.01`
+   */
+  killRate?: number;
+  /**
+   * The chance that an attempt is set to die at one of the engine's crash points, drawn at
+   * random (`CRASH_POINTS`). A quarter of all attempts also claim with `separateClaim`, so a
+   * crash at `afterClaimCommit` can leave a key at `started`.
+   * @defaultValue `0.05`
+   */
+  crashRate?: number;
+  /**
+   * The chance that a client whose attempt failed (a crash, or a retryable error) walks away
+   * instead of retrying, as a user closing the app would. The final sweep finishes those keys;
+   * the client then comes back once and must be shown the stored outcome.
+   * @defaultValue `0.05`
+   */
+  abandonRate?: number;
+  /**
+   * Fault rates of the fake provider server (see `FakeServerFault`); missing ones are `0` when
+   * this is given.
+   * @defaultValue hang 0.01, errorBeforeCharge 0.02, errorAfterCharge 0.02, resetAfterCharge
+   * 0.02, tooManyRequests 0.02, decline 0.1
+   */
+  providerFaults?: Partial<FakeServerRates>;
+  /**
+   * Latency the fake provider adds to each request, in ms: a number is the maximum (drawn from
+   * [0, max]). Must stay below `providerTimeoutMs`: a charge that lands after its caller gave up
+   * is one no engine can account for in time, and the run would report the fake, not the engine.
+   * @defaultValue `{ min: 0, max: 20 }`
+   */
+  latencyMs?: LatencyRange | number;
+  /**
+   * How long the fake provider remembers an idempotency key. Lower it (to `0`) to check that an
+   * adapter's `findCharge` really finds charges: without that lookup a retry charges twice.
+   * @defaultValue `Infinity`
+   */
+  idempotencyWindowMs?: number;
+  /**
+   * Seed of every random choice: requests, crash points, kill moments, provider faults. The same
+   * seed gives the same requests and fault rates; with concurrency the exact schedule still varies.
+   * @defaultValue a random seed, reported as `seed`
+   */
+  seed?: number;
+  /**
+   * The engine's lease. Short, so killed and crashed attempts become retryable soon.
+   * @defaultValue `2_000`
+   */
+  leaseMs?: number;
+  /**
+   * The engine's provider timeout; less than `leaseMs`.
+   * @defaultValue `1_000`
+   */
+  providerTimeoutMs?: number;
+  /**
+   * Attempts a client makes for one operation before it gives up (the final sweep and a last
+   * visit of the client settle it then).
+   * @defaultValue `50`
+   */
+  maxClientAttempts?: number;
+  /**
+   * Path of a module with your own provider adapter, used instead of the built-in HTTP adapter by
+   * every attempt and by the final sweep. See {@link ChaosProviderModule} for its contract.
+   * @defaultValue the built-in adapter (`createHttpProvider`) on the harness's fake provider
+   */
+  providerModule?: string;
+  /** Called as the run progresses (often: keep it cheap). */
+  onProgress?: (progress: ChaosProgress) => void;
+};
+
+/** Options with every default filled in and checked. */
+export type ResolvedChaosOptions = Required<
+  Omit<ChaosOptions, 'providerModule' | 'onProgress' | 'latencyMs' | 'providerFaults'>
+> & {
+  latencyMs: LatencyRange;
+  providerFaults: FakeServerRates;
+  providerModule: string | undefined;
+  onProgress: (progress: ChaosProgress) => void;
+};
+
+/** The fake provider's fault rates when `providerFaults` is not given. */
+export const DEFAULT_PROVIDER_FAULTS: Readonly<FakeServerRates> = {
+  hang: 0.01,
+  errorBeforeCharge: 0.02,
+  errorAfterCharge: 0.02,
+  resetAfterCharge: 0.02,
+  tooManyRequests: 0.02,
+  decline: 0.1,
+};
+
+/**
+ * Fills in defaults and refuses settings that cannot give a meaningful run.
+ * @throws {InvalidConfigurationError} for a value out of range.
+ */
+export function resolveChaosOptions(options: ChaosOptions): ResolvedChaosOptions {
+  const latency =
+    typeof options.latencyMs === 'number'
+      ? { min: 0, max: options.latencyMs }
+      : (options.latencyMs ?? { min: 0, max: 20 });
+  const resolved: ResolvedChaosOptions = {
+    databaseUrl: options.databaseUrl,
+    schema: options.schema ?? 'chargeonce_chaos',
+    charges: options.charges ?? 1_000,
+    concurrency: options.concurrency ?? 8,
+    workers: options.workers ?? 2,
+    killRate: options.killRate ?? 0.01,
+    crashRate: options.crashRate ?? 0.05,
+    abandonRate: options.abandonRate ?? 0.05,
+    providerFaults: options.providerFaults
+      ? { ...zeroFaults(), ...options.providerFaults }
+      : { ...DEFAULT_PROVIDER_FAULTS },
+    latencyMs: latency,
+    idempotencyWindowMs: options.idempotencyWindowMs ?? Infinity,
+    seed: options.seed ?? randomInt(2 ** 31),
+    leaseMs: options.leaseMs ?? 2_000,
+    providerTimeoutMs: options.providerTimeoutMs ?? 1_000,
+    maxClientAttempts: options.maxClientAttempts ?? 50,
+    providerModule: options.providerModule,
+    onProgress: options.onProgress ?? (() => {}),
+  };
+  if (typeof resolved.databaseUrl !== 'string' || resolved.databaseUrl === '') {
+    throw new InvalidConfigurationError('databaseUrl is required');
+  }
+  requireInteger('charges', resolved.charges, 1);
+  requireInteger('concurrency', resolved.concurrency, 1);
+  requireInteger('workers', resolved.workers, 0);
+  requireInteger('leaseMs', resolved.leaseMs, 1);
+  requireInteger('providerTimeoutMs', resolved.providerTimeoutMs, 1);
+  requireInteger('maxClientAttempts', resolved.maxClientAttempts, 1);
+  requireInteger('seed', resolved.seed, 0);
+  requireRate('killRate', resolved.killRate);
+  requireRate('crashRate', resolved.crashRate);
+  requireRate('abandonRate', resolved.abandonRate);
+  for (const fault of FAKE_SERVER_FAULTS) {
+    requireRate(`providerFaults.${fault}`, resolved.providerFaults[fault]);
+  }
+  if (!(resolved.idempotencyWindowMs >= 0)) {
+    throw new InvalidConfigurationError('idempotencyWindowMs must be >= 0 (or Infinity)');
+  }
+  if (!(latency.min >= 0 && latency.max >= latency.min)) {
+    throw new InvalidConfigurationError('latencyMs must have 0 <= min <= max');
+  }
+  if (latency.max >= resolved.providerTimeoutMs) {
+    throw new InvalidConfigurationError(
+      `latencyMs (max ${latency.max}) must be less than providerTimeoutMs (${resolved.providerTimeoutMs}): past the timeout the fake provider charges after its caller gave up, and violations would no longer point at the engine`,
+    );
+  }
+  return resolved;
+}
+
+function zeroFaults(): FakeServerRates {
+  return Object.fromEntries(FAKE_SERVER_FAULTS.map((f) => [f, 0])) as FakeServerRates;
+}
+
+function requireInteger(name: string, value: number, min: number): void {
+  if (!(Number.isSafeInteger(value) && value >= min)) {
+    throw new InvalidConfigurationError(`${name} must be an integer >= ${min}, got ${value}`);
+  }
+}
+
+function requireRate(name: string, value: number): void {
+  if (!(typeof value === 'number' && value >= 0 && value <= 1)) {
+    throw new InvalidConfigurationError(`${name} must be in [0, 1], got ${String(value)}`);
+  }
+}

@@ -1,0 +1,256 @@
+import { randomBytes } from 'node:crypto';
+import { setTimeout as sleep } from 'node:timers/promises';
+import type { DatabasePool } from 'slonik';
+import { createChargeEngine } from '../engine/createChargeEngine.js';
+import {
+  startFakeProviderServer,
+  type FakeProviderServer,
+} from '../provider/fakeProviderServer.js';
+import { seededRandom } from '../provider/seededRandom.js';
+import { migrate } from '../store/migrate.js';
+import { createEnginePool } from '../store/resolvePool.js';
+import type { ChaosProgress, ChaosReport } from './ChaosReport.js';
+import { chaosMerchants, chaosOperation, mixSeed } from './chaosOperation.js';
+import { createChaosTally } from './createChaosTally.js';
+import { findStrayCharges } from './findStrayCharges.js';
+import { loadChaosProvider, providerModuleUrl } from './loadChaosProvider.js';
+import { reconcile } from './reconcile.js';
+import {
+  resolveChaosOptions,
+  type ChaosOptions,
+  type ResolvedChaosOptions,
+} from './resolveChaosOptions.js';
+import { runOperations } from './runOperations.js';
+import { runWorkerFleet } from './runWorkerFleet.js';
+import { addSweep, sweepUntilIdle } from './sweepUntilIdle.js';
+
+/** Streams of the run's seed, one per use, so one use drawing more shifts no other. */
+const STREAM = { inProcess: 1, returning: 2, kills: 3 } as const;
+/** Past a lease's end, so PostgreSQL's clock has surely passed it too. */
+const LEASE_MARGIN_MS = 250;
+
+/**
+ * Runs a chaos experiment and reconciles the result: `charges` operations, each one key and one
+ * request, whose clients retry with the same key through injected crashes (`crashRate`), worker
+ * processes killed with `SIGKILL` (`killRate`) and a fake provider that hangs, fails before and
+ * after charging, resets connections, rate-limits and declines. Then it lets every lease run
+ * out, sweeps until idle, lets clients that gave up come back once, and checks the provider's
+ * ledger against the engine's tables: exactly one charge per key, nothing lost, every outcome
+ * replayed byte for byte.
+ *
+ * The final sweep uses `onAbandoned: 'cancel'`, the engine's default: a charge its client walked
+ * away from before the provider made it is cancelled, not made. A cancelled operation is a
+ * settled one; its client, coming back, is answered 410 from the stored outcome, and the
+ * reconciler checks that the provider never charged it.
+ *
+ * The provider server runs in this process; workers reach it over HTTP and PostgreSQL with their
+ * own pools. Without `providerModule` they use the built-in HTTP adapter; see
+ * {@link ChaosProviderModule} to run your own adapter instead.
+ *
+ * Not a test of speed: leases are short and clients wait out every fault.
+ *
+ * @throws {InvalidConfigurationError} an option out of range (see {@link ChaosOptions}).
+ * @throws {StoreUnavailableError} PostgreSQL is out of reach.
+ * @throws {Error} the provider module cannot be loaded, or a worker process cannot start.
+ */
+export async function runChaos(options: ChaosOptions): Promise<ChaosReport> {
+  const o = resolveChaosOptions(options);
+  const startedAt = performance.now();
+  const pool = await createEnginePool(o.databaseUrl, {
+    maximumPoolSize: Math.max(10, o.concurrency + 2),
+  });
+  try {
+    await migrate(pool, { schema: o.schema });
+    const server = await startFakeProviderServer({
+      seed: o.seed,
+      rates: o.providerFaults,
+      latencyMs: o.latencyMs,
+      idempotencyWindowMs: o.idempotencyWindowMs,
+    });
+    try {
+      return await runAgainst(o, pool, server, startedAt);
+    } finally {
+      await server.close();
+    }
+  } finally {
+    await pool.end();
+  }
+}
+
+async function runAgainst(
+  o: ResolvedChaosOptions,
+  pool: DatabasePool,
+  server: FakeProviderServer,
+  startedAt: number,
+): Promise<ChaosReport> {
+  // Random, not seeded: a replay with the same seed must not collide with the earlier run's keys.
+  const runId = randomBytes(4).toString('hex');
+  const moduleUrl =
+    o.providerModule === undefined ? undefined : providerModuleUrl(o.providerModule);
+  const loaded = await loadChaosProvider(moduleUrl, server.url);
+  const tally = createChaosTally(o.charges);
+  let kills = 0;
+  let phase: ChaosProgress['phase'] = 'charging';
+  const report = () => o.onProgress(tally.progress(phase, kills));
+  const sink = {
+    attempt: (event: Parameters<typeof tally.sink.attempt>[0]) => {
+      tally.sink.attempt(event);
+      report();
+    },
+    ended: (end: Parameters<typeof tally.sink.ended>[0]) => {
+      tally.sink.ended(end);
+      report();
+    },
+  };
+  const client = {
+    schema: o.schema,
+    runId,
+    seed: o.seed,
+    concurrency: o.concurrency,
+    leaseMs: o.leaseMs,
+    providerTimeoutMs: o.providerTimeoutMs,
+    maxClientAttempts: o.maxClientAttempts,
+  };
+  const everyOperation = Array.from({ length: o.charges }, (_, i) => i);
+  let fleet = { processesKilled: 0, processesStarted: 0 };
+  report();
+
+  if (o.workers === 0) {
+    await runOperations(
+      {
+        ...client,
+        pool,
+        provider: loaded.provider,
+        crashRate: o.crashRate,
+        abandonRate: o.abandonRate,
+        random: seededRandom(mixSeed(o.seed, STREAM.inProcess)),
+      },
+      everyOperation,
+      sink,
+    );
+  } else {
+    fleet = await runWorkerFleet({
+      workers: o.workers,
+      killRate: o.killRate,
+      random: seededRandom(mixSeed(o.seed, STREAM.kills)),
+      plan: {
+        ...client,
+        databaseUrl: o.databaseUrl,
+        crashRate: o.crashRate,
+        abandonRate: o.abandonRate,
+        providerBaseUrl: server.url,
+        providerModuleUrl: moduleUrl ?? null,
+      },
+      operations: everyOperation,
+      sink,
+      onKill: () => {
+        kills += 1;
+        report();
+      },
+    });
+  }
+
+  // Every attempt has ended, but crashed and killed ones still hold their keys' leases.
+  phase = 'sweeping';
+  report();
+  await sleep(o.leaseMs + LEASE_MARGIN_MS);
+  const sweeper = createChargeEngine({
+    pool,
+    provider: loaded.provider,
+    schema: o.schema,
+    leaseMs: o.leaseMs,
+    providerTimeoutMs: o.providerTimeoutMs,
+    sweepGraceMs: 0,
+    onAbandoned: 'cancel',
+    // The clients' own retries count as attempts too; parking a key for a person would leave it
+    // unfinished, and the run is about what the engine finishes by itself.
+    maxAttempts: Number.MAX_SAFE_INTEGER,
+  });
+  const sweep = await sweepUntilIdle(sweeper);
+
+  // The clients that walked away or ran out of attempts come back once: each must now be
+  // answered from the stored outcome (or, for a key released at `started`, charge afresh).
+  phase = 'returning';
+  report();
+  const returning = {
+    ...client,
+    pool,
+    provider: loaded.provider,
+    crashRate: 0,
+    abandonRate: 0,
+    random: seededRandom(mixSeed(o.seed, STREAM.returning)),
+  };
+  await runOperations(returning, tally.unsettled(), sink);
+  if (tally.unsettled().length > 0) {
+    // Some gave up again (a provider that keeps failing): finish what they left behind.
+    await sleep(o.leaseMs + LEASE_MARGIN_MS);
+    addSweep(sweep, await sweepUntilIdle(sweeper));
+  }
+
+  phase = 'reconciling';
+  report();
+  const ledger = loaded.ledger ? await loaded.ledger() : server.ledger();
+  const merchantIds = chaosMerchants(runId);
+  const reconciled = await reconcile({
+    pool,
+    schema: o.schema,
+    providerLedger: ledger,
+    merchantIds,
+    expectFinished: true,
+    observations: tally.observations(),
+  });
+  const violations = [
+    ...reconciled.violations,
+    ...(loaded.ledger ? [] : await findStrayCharges(pool, o.schema, merchantIds, ledger)),
+  ];
+  const counts = tally.counts();
+  const stats = server.stats();
+  const unsettled = tally.unsettled().map((op) => {
+    const { key, request } = chaosOperation(runId, o.seed, op);
+    return { merchantId: request.merchantId, key, lastError: tally.lastError(op) };
+  });
+  return {
+    ok: violations.length === 0 && counts.unexpectedErrors.length === 0 && unsettled.length === 0,
+    runId,
+    seed: o.seed,
+    schema: o.schema,
+    durationMs: Math.round(performance.now() - startedAt),
+    config: {
+      workers: o.workers,
+      concurrency: o.concurrency,
+      killRate: o.workers === 0 ? 0 : o.killRate,
+      crashRate: o.crashRate,
+      abandonRate: o.abandonRate,
+      providerFaults: o.providerFaults,
+      latencyMs: o.latencyMs,
+      // JSON has no Infinity.
+      idempotencyWindowMs: Number.isFinite(o.idempotencyWindowMs) ? o.idempotencyWindowMs : null,
+      leaseMs: o.leaseMs,
+      providerTimeoutMs: o.providerTimeoutMs,
+      providerModule: o.providerModule ?? null,
+      ledger: loaded.ledger ? 'provider-module' : 'fake-provider',
+    },
+    charges: o.charges,
+    settled: counts.settled,
+    outcomes: counts.outcomes,
+    abandoned: counts.abandoned,
+    attempts: counts.attempts,
+    retries: counts.retries,
+    retryableErrors: counts.retryableErrors,
+    crashes: counts.crashes,
+    processesKilled: fleet.processesKilled,
+    processesStarted: fleet.processesStarted,
+    providerFaults: stats.faults,
+    providerCharges: stats.charges,
+    replays: counts.replays,
+    adoptions: {
+      total: counts.adoptions + sweep.adopted,
+      byClients: counts.adoptions,
+      bySweep: sweep.adopted,
+    },
+    sweep,
+    violations,
+    unexpectedErrors: counts.unexpectedErrors,
+    unsettled,
+  };
+}

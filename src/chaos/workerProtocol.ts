@@ -1,0 +1,37 @@
+import type { AttemptEvent, OperationEnd } from './OperationSink.js';
+
+/** What a worker process is told to do: everything it needs, as plain JSON. */
+export type WorkerPlan = {
+  databaseUrl: string;
+  schema: string;
+  runId: string;
+  seed: number;
+  /** Which worker this is, and how many times it was started before: seeds its randomness. */
+  slot: number;
+  generation: number;
+  concurrency: number;
+  crashRate: number;
+  abandonRate: number;
+  leaseMs: number;
+  providerTimeoutMs: number;
+  maxClientAttempts: number;
+  providerBaseUrl: string;
+  /** A file URL, or null for the built-in HTTP adapter. */
+  providerModuleUrl: string | null;
+  /** The operations to run, by index. */
+  operations: number[];
+};
+
+/** Parent → worker. `close`: all done, end the pool and leave. */
+export type ToWorker = { type: 'start'; plan: WorkerPlan } | { type: 'close' };
+
+/**
+ * Worker → parent. `ready`: the pool and provider are up, charges start; `idle`: every operation
+ * of the plan ended; `error`: the worker could not start.
+ */
+export type FromWorker =
+  | { type: 'ready' }
+  | { type: 'attempt'; event: AttemptEvent }
+  | { type: 'ended'; end: OperationEnd }
+  | { type: 'idle' }
+  | { type: 'error'; message: string };

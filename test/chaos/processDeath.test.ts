@@ -1,0 +1,53 @@
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { runChaos } from '../../src/index.js';
+import { createTestDatabase, type TestDatabase } from '../support/testDatabase.js';
+
+let db: TestDatabase;
+beforeAll(async () => {
+  // The harness brings its own pools (one per worker process); this one only drops the database.
+  db = await createTestDatabase({ maximumPoolSize: 1 });
+});
+afterAll(async () => {
+  await db.drop();
+});
+
+// Real processes on a shared machine: generous, so a busy box is not a failure.
+describe('process death', { timeout: 120_000 }, () => {
+  it('workers SIGKILLed mid-charge and restarted: retries and a sweep charge every key once', async () => {
+    const charges = 300;
+    const report = await runChaos({
+      databaseUrl: db.url,
+      charges,
+      workers: 2,
+      concurrency: 16,
+      killRate: 0.02,
+      crashRate: 0.1,
+      abandonRate: 0.1,
+      // Short leases, so what a killed worker held is free again soon.
+      leaseMs: 1_000,
+      providerTimeoutMs: 500,
+      seed: 20_240_611,
+    });
+
+    expect(report.violations).toEqual([]);
+    expect(report.unexpectedErrors).toEqual([]);
+    expect(report.unsettled).toEqual([]);
+    expect(report.settled).toBe(charges);
+    expect(report.ok).toBe(true);
+    // The chaos really happened: a run without it would prove nothing.
+    expect(report.processesKilled).toBeGreaterThan(0);
+    // Killed workers were restarted (not every kill needs one: a worker can report its last
+    // operations in the moment it is killed).
+    expect(report.processesStarted).toBeGreaterThan(2);
+    expect(report.processesStarted).toBeLessThanOrEqual(2 + report.processesKilled);
+    expect(report.crashes.total).toBeGreaterThan(0);
+    expect(report.retries).toBeGreaterThan(0);
+    // Charges made by attempts that died were found and adopted, not made again.
+    expect(report.adoptions.total).toBeGreaterThan(0);
+    // Clients that walked away left keys for the sweep to finish.
+    expect(report.abandoned).toBeGreaterThan(0);
+    expect(report.sweep.examined).toBeGreaterThan(0);
+    // The provider's ledger is no larger than the number of keys: no key charged twice.
+    expect(report.providerCharges).toBeLessThanOrEqual(charges);
+  });
+});
