@@ -1,0 +1,97 @@
+import type { DesignName } from './Design.js';
+
+/** The scenarios run for every design, at every concurrency, every round. */
+export const SCENARIOS = ['fresh', 'replay', 'storm'] as const;
+export type ScenarioName = (typeof SCENARIOS)[number];
+
+/** What one design did in one scenario at one concurrency in one round. */
+export type Measurement = {
+  /** Calls timed: charges (fresh, replay) or callers (storm). */
+  calls: number;
+  /** Calls per second; keys per second for a storm. */
+  throughput: number;
+  p50Ms: number;
+  p99Ms: number;
+  /** CPU this process spent per call, in microseconds: the client's share of the cost. */
+  clientCpuUsPerCall: number;
+  /** A storm's tally, checked before it is recorded. */
+  storm?: StormTally;
+};
+
+/** Who got what in a storm, and what the provider saw. */
+export type StormTally = {
+  keys: number;
+  callersPerKey: number;
+  charged: number;
+  replayed: number;
+  inUse: number;
+  providerCreateCalls: number;
+  providerCharges: number;
+};
+
+export type Sample = Measurement & {
+  round: number;
+  scenario: ScenarioName;
+  concurrency: number;
+  design: DesignName;
+};
+
+/** Database round trips and transactions per call, counted on the wire, by design. */
+export type RoundTrips = Partial<Record<DesignName, { fresh: WireCost; replay: WireCost }>>;
+export type WireCost = {
+  roundTrips: number;
+  /** Round trips that ended outside a transaction: autocommitted statements and COMMITs. */
+  transactions: number;
+};
+
+/** The engine's sweeper draining abandoned keys. */
+export type SweepSample = {
+  round: number;
+  keys: number;
+  elapsedMs: number;
+  keysPerSecond: number;
+  counts: Record<string, number>;
+};
+
+/** The machine, described without anything that identifies it. */
+export type MachineDescription = {
+  cpuCount: number;
+  cpuModel: string;
+  memoryGiB: number;
+  os: string;
+  node: string;
+  postgres: string;
+  postgresSource: 'embedded' | 'DATABASE_URL';
+  postgresSettings: Record<string, string>;
+  /** 1-minute load average per core just before the first round: other work on the machine. */
+  loadPerCoreAtStart: number;
+  note: string | null;
+};
+
+/** Everything one run produced: what `.bench/*.json` holds and the report is made from. */
+export type BenchResults = {
+  version: 1;
+  mode: 'full' | 'quick';
+  startedAt: string;
+  durationS: number;
+  config: {
+    rounds: number;
+    concurrencies: number[];
+    freshCalls: number;
+    replayCalls: number;
+    replayKeys: number;
+    stormKeys: number;
+    stormCallersPerKey: number;
+    sweepKeys: number | null;
+    poolSize: number;
+    designs: DesignName[];
+    scenarios: ScenarioName[];
+  };
+  machine: MachineDescription;
+  /** The commit measured, and whether src/ or migrations/ had uncommitted changes. */
+  source: { commit: string; uncommittedChanges: boolean } | null;
+  samples: Sample[];
+  sweep: SweepSample[];
+  roundTrips: RoundTrips | null;
+  peakRssMiB: number;
+};

@@ -1,0 +1,42 @@
+import { randomBytes } from 'node:crypto';
+import pg from 'pg';
+import { sql, type DatabasePool } from 'slonik';
+import { migrate } from '../../src/index.js';
+import { tablesIn } from '../../src/store/tables.js';
+import { adminQuery, dropDatabase, urlForDatabase } from '../../test/support/postgres.js';
+import { ENGINE_SCHEMA } from './createEngineDesign.js';
+import { FLOOR_SCHEMA } from './createFloorDesign.js';
+import { NAIVE_SCHEMA } from './createNaiveDesign.js';
+
+/** A database of the bench's own on the server, dropped at the end. */
+export type BenchDatabase = { url: string; drop(): Promise<void> };
+
+/**
+ * Creates a throwaway database, so that the bench never truncates tables it did not make (a
+ * `DATABASE_URL` may point at a server with real data on it).
+ */
+export async function createBenchDatabase(serverUrl: string): Promise<BenchDatabase> {
+  const name = `chargeonce_bench_${randomBytes(4).toString('hex')}`;
+  await adminQuery(serverUrl, `CREATE DATABASE ${pg.escapeIdentifier(name)}`);
+  return { url: urlForDatabase(serverUrl, name), drop: () => dropDatabase(serverUrl, name) };
+}
+
+const SCHEMAS = [ENGINE_SCHEMA, FLOOR_SCHEMA, NAIVE_SCHEMA] as const;
+
+/** The same migration in three schemas: the three designs write identical tables and indexes. */
+export async function migrateSchemas(pool: DatabasePool): Promise<void> {
+  for (const schema of SCHEMAS) await migrate(pool, { schema });
+}
+
+/**
+ * Empties every design's tables, so each round starts from the same state and the designs' tables
+ * grow alike within it.
+ */
+export async function emptyTables(pool: DatabasePool): Promise<void> {
+  const tables = SCHEMAS.flatMap((schema) => {
+    const t = tablesIn(schema);
+    return [t.keys, t.charges];
+  });
+  await pool.query(sql.unsafe`TRUNCATE ${sql.join(tables, sql.fragment`, `)}`);
+  await pool.query(sql.unsafe`ANALYZE`);
+}

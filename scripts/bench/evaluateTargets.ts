@@ -1,0 +1,77 @@
+import type { BenchResults } from './BenchResults.js';
+import { summarize } from './summarize.js';
+
+/** One target of the issue, and where the run left it. */
+export type TargetResult = {
+  target: string;
+  measured: string;
+  /** Null when the run did not measure what the target needs. */
+  pass: boolean | null;
+};
+
+const FRESH_VS_FLOOR = 0.85;
+const REPLAY_VS_FLOOR = 0.9;
+const FRESH_VS_NAIVE_AT_32 = 1.5;
+const STORM_P99_OVER_FRESH_P50 = 20;
+
+/** Checks a run against the targets. Ratios are the medians of per-round ratios. */
+export function evaluateTargets(results: BenchResults): TargetResult[] {
+  const summary = summarize(results.samples);
+  const { concurrencies } = results.config;
+  const has = (name: string) => results.samples.some((s) => `${s.scenario}/${s.design}` === name);
+  const checks: TargetResult[] = [];
+  const atLeast = (target: string, value: number, bound: number, measured: boolean) =>
+    checks.push({
+      target,
+      measured: measured ? `${value.toFixed(2)}×` : 'not measured',
+      pass: measured && Number.isFinite(value) ? value >= bound : null,
+    });
+
+  for (const c of concurrencies) {
+    atLeast(
+      `fresh throughput, engine ≥ ${FRESH_VS_FLOOR} × floor, concurrency ${c}`,
+      summary.ratio('fresh', c, 'engine', 'floor', 'throughput'),
+      FRESH_VS_FLOOR,
+      has('fresh/engine') && has('fresh/floor'),
+    );
+  }
+  for (const c of concurrencies) {
+    atLeast(
+      `replay throughput, engine ≥ ${REPLAY_VS_FLOOR} × floor, concurrency ${c}`,
+      summary.ratio('replay', c, 'engine', 'floor', 'throughput'),
+      REPLAY_VS_FLOOR,
+      has('replay/engine') && has('replay/floor'),
+    );
+  }
+  atLeast(
+    `fresh throughput, engine ≥ ${FRESH_VS_NAIVE_AT_32} × naive, concurrency 32`,
+    summary.ratio('fresh', 32, 'engine', 'naive', 'throughput'),
+    FRESH_VS_NAIVE_AT_32,
+    has('fresh/engine') && has('fresh/naive') && concurrencies.includes(32),
+  );
+  for (const c of concurrencies) {
+    const stormP99 = summary.median('storm', c, 'engine', 'p99Ms');
+    const freshP50 = summary.median('fresh', c, 'engine', 'p50Ms');
+    const measured = has('storm/engine') && has('fresh/engine');
+    const times = stormP99 / freshP50;
+    checks.push({
+      target: `storm p99 < ${STORM_P99_OVER_FRESH_P50} × fresh p50 (engine), concurrency ${c}`,
+      measured: measured
+        ? `${stormP99.toFixed(2)} ms = ${times.toFixed(1)} × ${freshP50.toFixed(2)} ms`
+        : 'not measured',
+      pass: measured && Number.isFinite(times) ? times < STORM_P99_OVER_FRESH_P50 : null,
+    });
+  }
+  const wire = results.roundTrips?.engine;
+  checks.push({
+    target: 'round trips per fresh charge = 2 (engine)',
+    measured: wire ? String(wire.fresh.roundTrips) : 'not measured',
+    pass: wire ? wire.fresh.roundTrips === 2 : null,
+  });
+  checks.push({
+    target: 'round trips per replay = 1 (engine)',
+    measured: wire ? String(wire.replay.roundTrips) : 'not measured',
+    pass: wire ? wire.replay.roundTrips === 1 : null,
+  });
+  return checks;
+}

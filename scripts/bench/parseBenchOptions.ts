@@ -1,0 +1,118 @@
+import { parseArgs } from 'node:util';
+import { DESIGN_NAMES, type DesignName } from './Design.js';
+import { SCENARIOS, type ScenarioName } from './BenchResults.js';
+
+/** How much to run. */
+export type BenchOptions = {
+  mode: 'full' | 'quick';
+  rounds: number;
+  concurrencies: number[];
+  freshCalls: number;
+  replayCalls: number;
+  replayKeys: number;
+  stormKeys: number;
+  stormCallersPerKey: number;
+  sweepKeys: number;
+  /** Connections per pool, for every design: `createEnginePool`'s default. */
+  poolSize: number;
+  designs: DesignName[];
+  scenarios: ScenarioName[];
+  sweep: boolean;
+  /** A run of every design and scenario: only such a run may write BENCHMARKS.md. */
+  complete: boolean;
+  note: string | null;
+};
+
+export const USAGE = `Usage: npm run bench -- [--quick] [--rounds N] [--designs engine,floor,naive]
+                       [--scenarios fresh,replay,storm,sweep] [--note TEXT]
+
+  --quick      a smaller run (under a minute) written to .bench/ only
+  --rounds N   rounds of every measurement, designs alternating (default 5; quick 3)
+  --designs    only these designs (e.g. to profile one with --cpu-prof); .bench/ only
+  --scenarios  only these scenarios; .bench/ only
+  --note TEXT  a sentence about the run for the report, e.g. that the machine was shared`;
+
+// Full: the issue's storm (200 keys) and sweep (10,000 keys); fresh and replay sizes give each run
+// a few seconds, so five rounds take about ten minutes on two cores.
+const SIZES = {
+  full: {
+    rounds: 5,
+    freshCalls: 1_000,
+    replayCalls: 2_000,
+    replayKeys: 500,
+    stormKeys: 200,
+    sweepKeys: 10_000,
+  },
+  // A smoke run: every path once per round, three rounds, within a minute on a busy 2-core box.
+  quick: {
+    rounds: 3,
+    freshCalls: 60,
+    replayCalls: 150,
+    replayKeys: 30,
+    stormKeys: 4,
+    sweepKeys: 500,
+  },
+} as const;
+
+/** @throws {Error} with the usage text for an unknown or malformed argument. */
+export function parseBenchOptions(argv: readonly string[]): BenchOptions {
+  const { values } = parseArgsOrUsage(argv);
+  if (values.help) throw new Error(USAGE);
+  const mode = values.quick ? 'quick' : 'full';
+  const size = SIZES[mode];
+  const rounds = values.rounds === undefined ? size.rounds : Number(values.rounds);
+  if (!Number.isInteger(rounds) || rounds < 1)
+    throw new Error(`--rounds must be a positive integer\n${USAGE}`);
+  const designs = pick(values.designs, DESIGN_NAMES, '--designs');
+  const scenarioNames = pick(values.scenarios, [...SCENARIOS, 'sweep'] as const, '--scenarios');
+  const scenarios = scenarioNames.filter((s): s is ScenarioName => s !== 'sweep');
+  const sweep = scenarioNames.includes('sweep') && designs.includes('engine');
+  return {
+    mode,
+    rounds,
+    concurrencies: [1, 8, 32],
+    freshCalls: size.freshCalls,
+    replayCalls: size.replayCalls,
+    replayKeys: size.replayKeys,
+    stormKeys: size.stormKeys,
+    stormCallersPerKey: 32,
+    sweepKeys: size.sweepKeys,
+    poolSize: 10,
+    designs,
+    scenarios,
+    sweep,
+    complete: values.designs === undefined && values.scenarios === undefined && rounds >= 3,
+    note: values.note ?? null,
+  };
+}
+
+function pick<T extends string>(list: string | undefined, all: readonly T[], flag: string): T[] {
+  if (list === undefined) return [...all];
+  const chosen = list.split(',').map((s) => s.trim());
+  const unknown = chosen.filter((s) => !(all as readonly string[]).includes(s));
+  if (unknown.length > 0 || chosen.length === 0) {
+    throw new Error(
+      `${flag}: unknown ${unknown.join(', ')}; choose from ${all.join(', ')}\n${USAGE}`,
+    );
+  }
+  return all.filter((name) => chosen.includes(name));
+}
+
+function parseArgsOrUsage(argv: readonly string[]) {
+  try {
+    return parseArgs({
+      args: [...argv],
+      options: {
+        quick: { type: 'boolean', default: false },
+        rounds: { type: 'string' },
+        designs: { type: 'string' },
+        scenarios: { type: 'string' },
+        note: { type: 'string' },
+        help: { type: 'boolean', default: false },
+      },
+      strict: true,
+    });
+  } catch (error) {
+    throw new Error(`${error instanceof Error ? error.message : String(error)}\n${USAGE}`);
+  }
+}
