@@ -1,9 +1,9 @@
 import { z } from 'zod';
 import { sql, type CommonQueryMethods } from 'slonik';
-import { keyStateColumns, keyStateFrom, keyStateRow, nowPlusMs, toKeyState } from './keyState.js';
+import { keyStateRow, toKeyState } from './keyState.js';
 import type { KeyState, ScopedKey } from './keyState.js';
 import type { Tables } from './tables.js';
-import { insertChargeIntent, type ChargeIntent } from './chargeIntent.js';
+import type { ChargeIntent } from './chargeIntent.js';
 import { findKey } from './findKey.js';
 
 /**
@@ -24,18 +24,21 @@ export type ClaimInput = ScopedKey &
 export type ClaimResult =
   { kind: 'claimed' } | { kind: 'existing'; state: KeyState } | { kind: 'vanished' };
 
-// One row always: `claimed`, and the existing key's columns (all null when claimed or unseen).
-const claimRow = z
-  .object({ claimed: z.boolean(), request_hash: z.string().nullable() })
-  .passthrough();
+// One row: `claimed`, and the existing key's columns (all null when claimed).
+const claimRow = keyStateRow.extend({
+  claimed: z.boolean(),
+  request_hash: z.string().nullable(),
+  recovery_point: keyStateRow.shape.recovery_point.nullable(),
+  charge_id: z.string().nullable(),
+  lease_held: z.boolean().nullable(),
+  lease_remaining_ms: z.number().int().nullable(),
+  attempts: z.number().int().nullable(),
+});
 
 /**
- * Claims the key and reserves the charge in one statement, so a fresh charge's first phase is one
- * round trip and one commit. The primary key is the lock: of any number of racing claims exactly
- * one inserts; the others read the winner's row in the same statement.
- *
- * The read sees the statement's snapshot. A winner that committed after that snapshot is
- * invisible to it, so that rare race falls back to a second read (`findKey`).
+ * Claims the key and reserves the charge in one statement (`claim_key`, see the migration), so a
+ * fresh charge's first phase is one round trip and one commit. The primary key is the lock: of
+ * any number of racing claims exactly one inserts; the others get the winner's row back.
  */
 export async function claimKey(
   db: CommonQueryMethods,
@@ -43,30 +46,37 @@ export async function claimKey(
   input: ClaimInput,
 ): Promise<ClaimResult> {
   const row = await db.one(sql.type(claimRow)`
-    WITH claimed AS (
-      INSERT INTO ${tables.keys} (merchant_id, operation, key, request_hash, request,
-        recovery_point, charge_id, lock_token, locked_until)
-      VALUES (${input.merchantId}, ${input.operation}, ${input.key}, ${input.requestHash},
-        ${input.canonicalRequest}, ${input.reserve ? 'reserved' : 'started'},
-        ${input.chargeId}::uuid, ${input.lockToken}::uuid,
-        ${nowPlusMs(input.leaseMs)})
-      ON CONFLICT (merchant_id, operation, key) DO NOTHING
-      RETURNING charge_id
-    ), intent AS (
-      ${insertChargeIntent(tables, input, input.reserve ? sql.fragment`claimed` : sql.fragment`claimed WHERE false`)}
-    )
-    SELECT EXISTS (SELECT 1 FROM claimed) AS claimed, existing.*
-    FROM (SELECT 1) AS one
-    LEFT JOIN LATERAL (
-      SELECT ${keyStateColumns}
-      FROM ${keyStateFrom(tables, input)}
-        AND NOT EXISTS (SELECT 1 FROM claimed)
-    ) AS existing ON true
-  `);
+    SELECT * FROM ${tables.claimKeyFunction}(
+      ${input.merchantId}::text, ${input.operation}::text, ${input.key}::text,
+      ${input.requestHash}::text, ${input.canonicalRequest}::text, ${input.reserve}::boolean,
+      ${input.chargeId}::uuid, ${input.lockToken}::uuid, ${input.leaseMs}::float8,
+      ${input.customerId}::text, ${input.amountMinor}::bigint, ${input.currency}::text,
+      ${input.description}::text,
+      ${input.metadata === null ? null : JSON.stringify(input.metadata)}::jsonb,
+      ${input.providerKey}::text)`);
   if (row.claimed) return { kind: 'claimed' };
-  if (row.request_hash !== null) {
-    return { kind: 'existing', state: toKeyState(keyStateRow.parse(row)) };
+  if (
+    row.request_hash !== null &&
+    row.recovery_point !== null &&
+    row.charge_id !== null &&
+    row.lease_held !== null &&
+    row.lease_remaining_ms !== null &&
+    row.attempts !== null
+  ) {
+    return {
+      kind: 'existing',
+      state: toKeyState({
+        ...row,
+        request_hash: row.request_hash,
+        recovery_point: row.recovery_point,
+        charge_id: row.charge_id,
+        lease_held: row.lease_held,
+        lease_remaining_ms: row.lease_remaining_ms,
+        attempts: row.attempts,
+      }),
+    };
   }
+  // The key was reaped between the conflict and the read: look once more.
   const state = await findKey(db, tables, input);
   return state ? { kind: 'existing', state } : { kind: 'vanished' };
 }

@@ -13,42 +13,22 @@ export type CompletionInput = ScopedKey & {
   responseBody: string;
 };
 
+const completedRow = z.object({ completed: z.boolean() });
+
 /**
  * Records the outcome on the charge, stores the response, moves the key to `completed` and
- * releases the lease, in one statement fenced by the lock token. Returns false when the lease was
- * lost to another attempt: a zombie writes nothing.
+ * releases the lease, in one statement (`complete_key`, see the migration) fenced by the lock
+ * token. Returns false when the lease was lost to another attempt: a zombie writes nothing.
  */
 export async function completeKey(
   db: CommonQueryMethods,
   tables: Tables,
   input: CompletionInput,
 ): Promise<boolean> {
-  return db.oneFirst(sql.type(z.object({ completed: z.boolean() }))`
-    WITH done AS (
-      UPDATE ${tables.keys}
-      SET recovery_point = 'completed',
-          response_status = ${input.responseStatus},
-          response_body = ${input.responseBody},
-          lock_token = NULL,
-          locked_until = NULL,
-          completed_at = now(),
-          updated_at = now()
-      WHERE merchant_id = ${input.merchantId}
-        AND operation = ${input.operation}
-        AND key = ${input.key}
-        AND lock_token = ${input.lockToken}::uuid
-        AND recovery_point IN ('started', 'reserved')
-      RETURNING merchant_id, charge_id
-    ), charged AS (
-      UPDATE ${tables.charges} c
-      SET status = ${input.chargeStatus},
-          provider_charge_id = ${input.providerChargeId},
-          decline_code = ${input.declineCode},
-          updated_at = now()
-      FROM done
-      WHERE c.merchant_id = done.merchant_id AND c.id = done.charge_id
-      RETURNING c.id
-    )
-    SELECT EXISTS (SELECT 1 FROM done) AS completed
-  `);
+  return db.oneFirst(sql.type(completedRow)`
+    SELECT ${tables.completeKeyFunction}(
+      ${input.merchantId}::text, ${input.operation}::text, ${input.key}::text,
+      ${input.lockToken}::uuid, ${input.chargeStatus}::text, ${input.providerChargeId}::text,
+      ${input.declineCode}::text, ${input.responseStatus}::integer,
+      ${input.responseBody}::text) AS completed`);
 }

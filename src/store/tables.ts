@@ -1,12 +1,17 @@
 import { sql, type IdentifierSqlToken } from 'slonik';
 import { InvalidConfigurationError } from '../errors.js';
 
-/** Escaped identifiers of chargeonce's tables in one schema: the only thing ever interpolated. */
+/**
+ * Escaped identifiers of chargeonce's tables and functions in one schema: the only thing ever
+ * interpolated.
+ */
 export type Tables = {
   schema: string;
   keys: IdentifierSqlToken;
   charges: IdentifierSqlToken;
   migrations: IdentifierSqlToken;
+  claimKeyFunction: IdentifierSqlToken;
+  completeKeyFunction: IdentifierSqlToken;
 };
 
 const SCHEMA_NAME = /^[a-z_][a-z0-9_]{0,62}$/;
@@ -28,5 +33,7 @@ export function tablesIn(schema: string = DEFAULT_SCHEMA): Tables {
     keys: sql.identifier([schema, 'idempotency_keys']),
     charges: sql.identifier([schema, 'charges']),
     migrations: sql.identifier([schema, 'schema_migrations']),
+    claimKeyFunction: sql.identifier([schema, 'claim_key']),
+    completeKeyFunction: sql.identifier([schema, 'complete_key']),
   };
 }
