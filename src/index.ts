@@ -15,6 +15,7 @@ export type {
 export { migrate } from './store/migrate.js';
 export type { MigrateOptions, MigrateResult } from './store/migrate.js';
 export { createEnginePool } from './store/resolvePool.js';
+export { resultParserInterceptor } from './store/resultParserInterceptor.js';
 export type { PoolInput } from './store/resolvePool.js';
 export { validateChargeRequest, canonicalJson, deriveProviderKey } from './request.js';
 export type { ChargeRequest, ValidatedRequest } from './request.js';
