@@ -42,6 +42,12 @@ export type ReconcileOptions = {
   /** Only these merchants' rows (tests that share a database); all when absent. */
   merchantIds?: readonly string[];
   /**
+   * With `merchantIds`: every charge in `providerLedger` belongs to these merchants (a provider
+   * of the run's own), so one with no local charge is a lost charge rather than someone else's.
+   * @defaultValue `false`
+   */
+  ledgerIsOnlyTheirs?: boolean;
+  /**
    * Set once every lease has run out and a sweep has run: then any key not `completed` is a
    * violation (something was left half-done).
    * @defaultValue `false`
@@ -81,8 +87,9 @@ export async function reconcile(options: ReconcileOptions): Promise<ReconcileRep
     const local = localByProviderKey.get(providerKey);
     const first = made[0] as ProviderLedgerEntry;
     if (!local) {
-      // With a merchant filter, another merchant's charge is not ours to judge.
-      if (!merchants) {
+      // With a merchant filter, another merchant's charge is not ours to judge, unless the
+      // ledger is known to hold only these merchants' charges.
+      if (!merchants || options.ledgerIsOnlyTheirs) {
         violations.push({
           kind: 'lost_charge',
           providerKey,

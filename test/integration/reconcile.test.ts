@@ -96,6 +96,19 @@ describe('reconcile', () => {
     );
   });
 
+  it('with a merchant filter, judges unrecorded charges only when the ledger is theirs alone', async () => {
+    const { provider } = await cleanRun('m_rec_stray');
+    await provider.createCharge(
+      { providerKey: 'co_stray', customerId: 'c', amountMinor: 1, currency: 'NGN' },
+      { signal: new AbortController().signal },
+    );
+    expect((await check(provider, 'm_rec_stray')).violations).toEqual([]);
+    const report = await check(provider, 'm_rec_stray', { ledgerIsOnlyTheirs: true });
+    expect(report.violations).toEqual([
+      expect.objectContaining({ kind: 'lost_charge', providerKey: 'co_stray' }),
+    ]);
+  });
+
   it('finds a success the provider never made, and a differing amount', async () => {
     const { provider } = await cleanRun('m_rec_phantom');
     const ledger = provider.ledger();

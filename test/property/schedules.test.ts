@@ -160,6 +160,7 @@ async function execute(schedule: Schedule): Promise<void> {
     pool: db.pool,
     providerLedger: provider.ledger(),
     merchantIds: [merchantId],
+    ledgerIsOnlyTheirs: true,
     expectFinished: true,
     observations,
   });
