@@ -12,6 +12,7 @@ import type { CrashPoint } from '../engine/types.js';
 import type { ChaosOperation } from './chaosOperation.js';
 import { createCrashInjector } from './createCrashInjector.js';
 import type { OperationSink } from './OperationSink.js';
+import { pause } from '../pause.js';
 
 /** What a chaos client needs to run operations. */
 export type ClientSettings = {
@@ -146,17 +147,4 @@ function probeLookups(provider: PaymentProvider) {
     } satisfies PaymentProvider,
     found: () => found,
   };
-}
-
-function pause(ms: number, signal: AbortSignal | undefined): Promise<void> {
-  return new Promise((resolve) => {
-    if (signal?.aborted) return resolve();
-    const done = () => {
-      clearTimeout(timer);
-      signal?.removeEventListener('abort', done);
-      resolve();
-    };
-    const timer = setTimeout(done, ms);
-    signal?.addEventListener('abort', done, { once: true });
-  });
 }

@@ -1,20 +1,10 @@
+import { pause } from '../pause.js';
+
 /** Waits `ms`, or rejects with the signal's reason as soon as it aborts. */
-export function sleep(ms: number, signal?: AbortSignal): Promise<void> {
-  return new Promise((resolve, reject) => {
-    if (signal?.aborted) {
-      reject(reasonOf(signal));
-      return;
-    }
-    const onAbort = () => {
-      clearTimeout(timer);
-      if (signal) reject(reasonOf(signal));
-    };
-    const timer = setTimeout(() => {
-      signal?.removeEventListener('abort', onAbort);
-      resolve();
-    }, ms);
-    signal?.addEventListener('abort', onAbort, { once: true });
-  });
+export async function sleep(ms: number, signal?: AbortSignal): Promise<void> {
+  if (signal?.aborted) throw reasonOf(signal);
+  await pause(ms, signal);
+  if (signal?.aborted) throw reasonOf(signal);
 }
 
 /** The signal's reason (an `AbortError` DOMException unless the aborter gave one). */

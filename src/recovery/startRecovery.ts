@@ -1,5 +1,6 @@
 import type { ReapOptions } from './reap.js';
 import type { SweepOptions, SweepResult } from './sweep.js';
+import { pause } from '../pause.js';
 
 /** Options of {@link startRecovery}. */
 export type RecoveryLoopOptions = {
@@ -54,17 +55,4 @@ export async function startRecovery(
     if (busy || signal?.aborted) continue;
     await pause(intervalMs * (0.75 + random() * 0.5), signal);
   }
-}
-
-function pause(ms: number, signal: AbortSignal | undefined): Promise<void> {
-  return new Promise((resolve) => {
-    if (signal?.aborted) return resolve();
-    const done = () => {
-      clearTimeout(timer);
-      signal?.removeEventListener('abort', done);
-      resolve();
-    };
-    const timer = setTimeout(done, ms);
-    signal?.addEventListener('abort', done, { once: true });
-  });
 }
