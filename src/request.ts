@@ -7,6 +7,12 @@ export const METADATA_LIMITS = { maxKeys: 50, maxKeyLength: 40, maxValueLength: 
 
 const PRINTABLE_ASCII = /^[\x20-\x7E]+$/;
 
+// PostgreSQL text holds neither NUL nor unpaired UTF-16 surrogates: refuse them here, as invalid
+// input, rather than let the database fail the claim.
+const UNPAIRED_SURROGATE = /[\uD800-\uDBFF](?![\uDC00-\uDFFF])|(?<![\uD800-\uDBFF])[\uDC00-\uDFFF]/;
+const storable = (text: string) => !text.includes('\u0000') && !UNPAIRED_SURROGATE.test(text);
+const UNSTORABLE_MESSAGE = 'must not contain NUL characters or unpaired surrogates';
+
 const idempotencyKeySchema = z
   .string({ required_error: 'is required', invalid_type_error: 'must be a string' })
   .min(1, 'must not be empty')
@@ -17,7 +23,8 @@ const nonEmptyId = z
   .string({ required_error: 'is required', invalid_type_error: 'must be a string' })
   .trim()
   .min(1, 'must not be empty')
-  .max(255, 'must be at most 255 characters');
+  .max(255, 'must be at most 255 characters')
+  .refine(storable, UNSTORABLE_MESSAGE);
 
 /** True for a well-formed idempotency key: 1–255 printable ASCII characters. */
 export function isValidIdempotencyKey(key: unknown): key is string {
@@ -36,11 +43,15 @@ const chargeRequestSchema = z
     currency: z
       .string({ required_error: 'is required', invalid_type_error: 'must be a string' })
       .regex(/^[A-Z]{3}$/, 'must be three upper-case letters (ISO 4217)'),
-    description: z.string().max(1000, 'must be at most 1000 characters').optional(),
+    description: z
+      .string()
+      .max(1000, 'must be at most 1000 characters')
+      .refine(storable, UNSTORABLE_MESSAGE)
+      .optional(),
     metadata: z
       .record(
-        z.string().min(1).max(METADATA_LIMITS.maxKeyLength),
-        z.string().max(METADATA_LIMITS.maxValueLength),
+        z.string().min(1).max(METADATA_LIMITS.maxKeyLength).refine(storable, UNSTORABLE_MESSAGE),
+        z.string().max(METADATA_LIMITS.maxValueLength).refine(storable, UNSTORABLE_MESSAGE),
       )
       .refine((m) => Object.keys(m).length <= METADATA_LIMITS.maxKeys, {
         message: `must have at most ${METADATA_LIMITS.maxKeys} keys`,

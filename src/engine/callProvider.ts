@@ -8,6 +8,7 @@ export async function callProvider<T>(
   call: (signal: AbortSignal) => Promise<T>,
   timeoutMs: number,
 ): Promise<T> {
+  if (timeoutMs <= 0) throw new ProviderTransientError('timeout');
   const controller = new AbortController();
   let timer: NodeJS.Timeout | undefined;
   const deadline = new Promise<never>((_, reject) => {

@@ -13,12 +13,12 @@ import {
 import type { ChargeRequest } from '../request.js';
 import { completeKey, type CompletionInput } from '../store/completeKey.js';
 import type { ScopedKey } from '../store/keyState.js';
-import { releaseKey } from '../store/releaseKey.js';
 import { withStore } from '../store/storeErrors.js';
 import { callProvider } from './callProvider.js';
 import { chargeBody, HTTP_STATUS } from './chargeBody.js';
 import type { EngineEnv } from './engineEnv.js';
 import { leaseLost } from './leaseLost.js';
+import { errorText, releaseQuietly } from './releaseQuietly.js';
 import type { ChargeOutcome, CrashPoint } from './types.js';
 
 /** How long to suggest a caller waits after a transient provider failure. */
@@ -214,14 +214,18 @@ async function obtainProviderCharge(
   charge: OwnedCharge,
   whenNotFound: WhenNotFound,
 ): Promise<{ providerCharge: ProviderCharge; adopted: boolean } | null> {
-  const { provider, providerTimeoutMs } = env;
+  const { provider } = env;
+  // One budget for the lookup and the charge together: an attempt never spends more than
+  // providerTimeoutMs at the provider, so it is done there before its lease can be taken.
+  const deadline = Date.now() + env.providerTimeoutMs;
+  const budget = () => deadline - Date.now();
   try {
     if (charge.providerMayHaveCharged) {
       // An earlier attempt got past `reserved` and may have charged before it died or lost the
       // answer. The provider's own dedupe window may have expired, so ask first and adopt.
       const found = await callProvider(
         (signal) => provider.findCharge(charge.providerKey, { signal }),
-        providerTimeoutMs,
+        budget(),
       );
       if (found) return { providerCharge: found, adopted: true };
     }
@@ -238,7 +242,7 @@ async function obtainProviderCharge(
     };
     const created = await callProvider(
       (signal) => provider.createCharge(input, { signal }),
-      providerTimeoutMs,
+      budget(),
     );
     return { providerCharge: created, adopted: false };
   } catch (error) {
@@ -250,30 +254,5 @@ async function obtainProviderCharge(
       throw new ProviderUnavailableError(PROVIDER_RETRY_AFTER_MS, { cause: error });
     }
     throw new ProviderError({ cause: error });
-  }
-}
-
-function errorText(error: unknown): string {
-  return (error instanceof Error ? `${error.name}: ${error.message}` : String(error)).slice(0, 500);
-}
-
-/**
- * Releases the lease after a failure, noting why. If the store is down too, the first error is
- * still the one to report: the lease simply runs out and the next attempt takes over then.
- */
-async function releaseQuietly(
-  env: EngineEnv,
-  charge: OwnedCharge,
-  lastError: string,
-): Promise<void> {
-  try {
-    const pool = await env.pool();
-    await releaseKey(pool, env.tables, {
-      ...charge.scoped,
-      lockToken: charge.lockToken,
-      lastError,
-    });
-  } catch {
-    // Deliberately ignored: see above.
   }
 }

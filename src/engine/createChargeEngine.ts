@@ -29,6 +29,10 @@ export type ChargeEngine = {
    * @throws {IdempotencyKeyInUseError} another attempt holds the key (after `waitMs`, if set).
    * @throws {ProviderUnavailableError} transient provider failure; retry with the same key.
    * @throws {StoreUnavailableError} PostgreSQL is out of reach; retry with the same key.
+   * @throws {ProviderError} the provider adapter threw something that is not transient; the key
+   * was released at its recovery point.
+   * @throws {ChargeNeedsAttentionError} the recovery worker parked the key in `failed`.
+   * An error thrown by one of your hooks passes through unchanged (the phase rolled back).
    */
   processCharge(key: string, request: ChargeRequest): Promise<ChargeOutcome>;
   /**
@@ -150,7 +154,7 @@ function buildEnv(options: ChargeEngineOptions): EngineEnv {
   requirePositiveInteger('retentionMs', retentionMs);
   if (providerTimeoutMs >= leaseMs) {
     throw new InvalidConfigurationError(
-      `providerTimeoutMs (${providerTimeoutMs}) must be less than leaseMs (${leaseMs}): an attempt must not still be waiting on the provider when its lease can be taken over`,
+      `providerTimeoutMs (${providerTimeoutMs}) must be less than leaseMs (${leaseMs}): an attempt must have stopped waiting on the provider before its lease can be taken over`,
     );
   }
   if (typeof operation !== 'string' || !/^[a-z][a-z0-9_.-]{0,62}$/.test(operation)) {

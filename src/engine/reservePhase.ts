@@ -2,6 +2,8 @@ import { reserveCharge, type ReserveInput } from '../store/reserveCharge.js';
 import { withStore } from '../store/storeErrors.js';
 import type { EngineEnv } from './engineEnv.js';
 import { leaseLost } from './leaseLost.js';
+import { errorText, releaseQuietly } from './releaseQuietly.js';
+import { IdempotencyKeyInUseError, SimulatedCrashError } from '../errors.js';
 import { runReserveHook, type ReservingCharge } from './reserveHook.js';
 import type { ChargeOutcome } from './types.js';
 
@@ -11,6 +13,7 @@ import type { ChargeOutcome } from './types.js';
  * Returns a rejection outcome when the hook refused the charge, else null.
  *
  * @throws {IdempotencyKeyInUseError} the lease was lost; nothing was written.
+ * Any other error (the hook's own, say) rolls the phase back and releases the lease.
  */
 export async function reservePhase(
   env: EngineEnv,
@@ -28,14 +31,23 @@ export async function reservePhase(
     metadata: charge.request.metadata ?? null,
   };
   const pool = await env.pool();
-  return withStore(async () => {
-    if (!env.hooks.reserve) {
-      if (!(await reserveCharge(pool, env.tables, input))) throw leaseLost();
-      return null;
-    }
-    return pool.transaction(async (tx) => {
-      if (!(await reserveCharge(tx, env.tables, input))) throw leaseLost();
-      return runReserveHook(tx, env, charge);
+  try {
+    return await withStore(async () => {
+      if (!env.hooks.reserve) {
+        if (!(await reserveCharge(pool, env.tables, input))) throw leaseLost();
+        return null;
+      }
+      return pool.transaction(async (tx) => {
+        if (!(await reserveCharge(tx, env.tables, input))) throw leaseLost();
+        return runReserveHook(tx, env, charge);
+      });
     });
-  });
+  } catch (error) {
+    // The phase rolled back; the key stays at `started`, claimed on its own earlier. Give the
+    // lease back so a retry need not wait for it (a lost lease is not ours to give).
+    if (!(error instanceof IdempotencyKeyInUseError || error instanceof SimulatedCrashError)) {
+      await releaseQuietly(env, charge, errorText(error));
+    }
+    throw error;
+  }
 }

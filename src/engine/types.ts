@@ -117,8 +117,10 @@ export type ChargeEngineOptions = {
    */
   leaseMs?: number;
   /**
-   * How long a provider call may take; must be less than `leaseMs`, so an attempt cannot still be
-   * talking to the provider once its lease can be taken.
+   * How long one attempt may spend at the provider in all (the lookup and the charge together);
+   * must be less than `leaseMs`, so an attempt has stopped waiting on the provider before its
+   * lease can be taken. A request the adapter does not abort may still land later: that is what
+   * `sweepGraceMs` leaves room for.
    * @defaultValue `10_000`
    */
   providerTimeoutMs?: number;
@@ -137,8 +139,9 @@ export type ChargeEngineOptions = {
   hooks?: ChargeHooks;
   /**
    * How long past the end of its lease (or its release) an unfinished key must sit before the
-   * sweeper takes it. Leaves room for the client's own retry, and for a provider call that was
-   * still in flight when the lease ended.
+   * sweeper takes it. Leaves room for the client's own retry, and for a provider request still
+   * in flight when the lease ended (one the adapter did not abort). Keep it at least as long as
+   * the provider's worst latency; 0 is for tests.
    * @defaultValue `leaseMs`
    */
   sweepGraceMs?: number;

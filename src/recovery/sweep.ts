@@ -11,6 +11,7 @@ import { pickAbandonedKeys, type AbandonedKey } from '../store/pickAbandonedKeys
 import { withStore } from '../store/storeErrors.js';
 import { chargePhase } from '../engine/chargePhase.js';
 import type { EngineEnv } from '../engine/engineEnv.js';
+import { errorText } from '../engine/releaseQuietly.js';
 import { deriveProviderKey } from '../request.js';
 
 /** Options of one sweep pass. */
@@ -69,7 +70,8 @@ type KeyResult = Exclude<keyof SweepResult, 'examined'>;
  * One recovery pass: takes abandoned keys (lease run out, no activity for `graceMs`) and finishes
  * each at its recovery point. Safe to run from any number of processes at once.
  *
- * @throws {StoreUnavailableError} PostgreSQL is out of reach; nothing was half-done.
+ * @throws {StoreUnavailableError} PostgreSQL is out of reach. Keys this pass already finished
+ * stay finished; the others keep their lease until it runs out, then a later pass takes them.
  */
 export async function sweep(
   env: EngineEnv,
@@ -106,12 +108,16 @@ async function finishKey(
 ): Promise<KeyResult> {
   const scoped = { merchantId: key.merchantId, operation: key.operation, key: key.key };
   const pool = await env.pool();
-  if (key.attempts > settings.maxAttempts) {
-    const reason = `gave up after ${key.attempts - 1} attempts; last error: ${key.lastError ?? 'none recorded'}`;
+  const park = async (reason: string): Promise<KeyResult> => {
     const parked = await withStore(() =>
       failKey(pool, env.tables, { ...scoped, lockToken: key.lockToken, reason }),
     );
     return parked ? 'failed' : 'skipped';
+  };
+  if (key.attempts > settings.maxAttempts) {
+    return park(
+      `gave up after ${key.attempts - 1} attempts; last error: ${key.lastError ?? 'none recorded'}`,
+    );
   }
   if (key.recoveryPoint === 'started') {
     const deleted = await withStore(() =>
@@ -119,7 +125,13 @@ async function finishKey(
     );
     return deleted ? 'released' : 'skipped';
   }
-  const request = validateChargeRequest(key.key, JSON.parse(key.request)).request;
+  let request;
+  try {
+    request = validateChargeRequest(key.key, JSON.parse(key.request)).request;
+  } catch (error) {
+    // Not a request this version of chargeonce can charge: a person must look, not a loop.
+    return park(`stored request cannot be read: ${errorText(error)}`);
+  }
   try {
     const { source } = await chargePhase(
       env,

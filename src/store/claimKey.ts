@@ -24,16 +24,8 @@ export type ClaimInput = ScopedKey &
 export type ClaimResult =
   { kind: 'claimed' } | { kind: 'existing'; state: KeyState } | { kind: 'vanished' };
 
-// One row: `claimed`, and the existing key's columns (all null when claimed).
-const claimRow = keyStateRow.extend({
-  claimed: z.boolean(),
-  request_hash: z.string().nullable(),
-  recovery_point: keyStateRow.shape.recovery_point.nullable(),
-  charge_id: z.string().nullable(),
-  lease_held: z.boolean().nullable(),
-  lease_remaining_ms: z.number().int().nullable(),
-  attempts: z.number().int().nullable(),
-});
+// `claimed`, and the existing key's columns (null when claimed).
+const claimRow = z.object({ claimed: z.boolean() }).passthrough();
 
 /**
  * Claims the key and reserves the charge in one statement (`claim_key`, see the migration), so a
@@ -45,7 +37,7 @@ export async function claimKey(
   tables: Tables,
   input: ClaimInput,
 ): Promise<ClaimResult> {
-  const row = await db.one(sql.type(claimRow)`
+  const row = await db.maybeOne(sql.type(claimRow)`
     SELECT * FROM ${tables.claimKeyFunction}(
       ${input.merchantId}::text, ${input.operation}::text, ${input.key}::text,
       ${input.requestHash}::text, ${input.canonicalRequest}::text, ${input.reserve}::boolean,
@@ -54,29 +46,10 @@ export async function claimKey(
       ${input.description}::text,
       ${input.metadata === null ? null : JSON.stringify(input.metadata)}::jsonb,
       ${input.providerKey}::text)`);
-  if (row.claimed) return { kind: 'claimed' };
-  if (
-    row.request_hash !== null &&
-    row.recovery_point !== null &&
-    row.charge_id !== null &&
-    row.lease_held !== null &&
-    row.lease_remaining_ms !== null &&
-    row.attempts !== null
-  ) {
-    return {
-      kind: 'existing',
-      state: toKeyState({
-        ...row,
-        request_hash: row.request_hash,
-        recovery_point: row.recovery_point,
-        charge_id: row.charge_id,
-        lease_held: row.lease_held,
-        lease_remaining_ms: row.lease_remaining_ms,
-        attempts: row.attempts,
-      }),
-    };
-  }
-  // The key was reaped between the conflict and the read: look once more.
+  if (row?.claimed) return { kind: 'claimed' };
+  if (row) return { kind: 'existing', state: toKeyState(keyStateRow.parse(row)) };
+  // No row: the key conflicted, then was deleted (reaped, or released by the sweeper) before
+  // the function read it. Look once more; the caller retries the claim if it is gone.
   const state = await findKey(db, tables, input);
   return state ? { kind: 'existing', state } : { kind: 'vanished' };
 }

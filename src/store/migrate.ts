@@ -106,7 +106,9 @@ async function applyMigration(
   await tx.query(
     sql.unsafe`INSERT INTO ${migrationsTable} (version, name) VALUES (${migration.version}, ${migration.name})`,
   );
-  await tx.query(sql.unsafe`SELECT set_config('search_path', ${schema}, true)`);
+  // pg_temp last, explicitly: functions pin this path (SET search_path FROM CURRENT), and a
+  // temporary table of a session must never stand in for one of ours.
+  await tx.query(sql.unsafe`SELECT set_config('search_path', ${`${schema}, pg_temp`}, true)`);
   for (const statement of migration.statements) {
     await tx.query(sql.unsafe(rawSql(statement)));
   }

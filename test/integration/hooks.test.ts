@@ -79,6 +79,31 @@ describe('hooks run inside the phase transactions', () => {
     });
   });
 
+  it('with separateClaim, a reserve hook that throws releases the key it claimed earlier', async () => {
+    const provider = createFakeProvider();
+    const failing = createChargeEngine({
+      pool: db.pool,
+      provider,
+      separateClaim: true,
+      hooks: {
+        reserve: () => Promise.reject(new Error('inventory service down')),
+      },
+    });
+    const key = aKey();
+
+    await expect(failing.processCharge(key, aRequest())).rejects.toThrow('inventory service down');
+
+    expect(await readKey(db.pool, db.tables, 'm_1', key)).toMatchObject({
+      recovery_point: 'started',
+      lock_token: null,
+    });
+    const working = createChargeEngine({ pool: db.pool, provider, hooks: writingHooks });
+    await expect(working.processCharge(key, aRequest())).resolves.toMatchObject({
+      status: 'succeeded',
+    });
+    expect(provider.ledger()).toHaveLength(1);
+  });
+
   it('ChargeRejectedError stores the rejection, undoes the hook writes, and never calls the provider', async () => {
     const provider = createFakeProvider();
     const body = '{"error":"out_of_stock","sku":"A-1"}';

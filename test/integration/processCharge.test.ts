@@ -1,6 +1,8 @@
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { sql } from 'slonik';
 import {
   createChargeEngine,
+  createEnginePool,
   createFakeProvider,
   IdempotencyKeyInUseError,
   IdempotencyKeyReusedError,
@@ -162,6 +164,20 @@ describe('processCharge', () => {
     expect([a.replayed, b.replayed, c.replayed]).toEqual([false, false, false]);
     expect(provider.ledger()).toHaveLength(3);
     expect(new Set(provider.ledger().map((e) => e.providerKey)).size).toBe(3);
+  });
+
+  it('writes to its own tables even when the session has temporary tables of the same names', async () => {
+    const pool = await createEnginePool(db.url, { maximumPoolSize: 1 });
+    await pool.query(sql.unsafe`
+      CREATE TEMP TABLE idempotency_keys (LIKE chargeonce.idempotency_keys INCLUDING ALL)`);
+    await pool.query(sql.unsafe`CREATE TEMP TABLE charges (LIKE chargeonce.charges INCLUDING ALL)`);
+    const engine = createChargeEngine({ pool, provider: createFakeProvider() });
+    const key = aKey();
+
+    await engine.processCharge(key, aRequest({ merchantId: 'm_temp' }));
+
+    expect((await readKey(db.pool, db.tables, 'm_temp', key))?.recovery_point).toBe('completed');
+    await pool.end();
   });
 
   it('counts keys and charges one for one', async () => {

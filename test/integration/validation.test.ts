@@ -39,6 +39,24 @@ const badRequests: Array<[string, string, unknown]> = [
     },
   ],
   ['description too long', 'description', { ...valid, description: 'd'.repeat(1001) }],
+  ['customerId with a NUL character', 'customerId', { ...valid, customerId: 'c\u00001' }],
+  ['merchantId with a NUL character', 'merchantId', { ...valid, merchantId: 'm\u0000' }],
+  ['description with a NUL character', 'description', { ...valid, description: 'a\u0000b' }],
+  [
+    'metadata value with a NUL character',
+    'metadata.note',
+    { ...valid, metadata: { note: 'x\u0000' } },
+  ],
+  [
+    'metadata value with a lone surrogate',
+    'metadata.note',
+    { ...valid, metadata: { note: '\ud800' } },
+  ],
+  [
+    'metadata key with a lone surrogate',
+    'metadata.k\udc00',
+    { ...valid, metadata: { ['k\udc00']: 'v' } },
+  ],
   ['unknown field', 'request', { ...valid, amount: 2000 }],
   ['not an object', 'request', 'charge me'],
 ];
@@ -92,6 +110,10 @@ describe('validation happens before anything is written', () => {
     await expect(engine.processCharge(printable, valid)).resolves.toMatchObject({
       status: 'succeeded',
     });
+    // A well-formed surrogate pair is fine; only unpaired halves are refused.
+    await expect(
+      engine.processCharge(aKey(), { ...valid, metadata: { note: 'paid \u{1F600}' } }),
+    ).resolves.toMatchObject({ status: 'succeeded' });
   });
 
   it('reports every invalid field at once', async () => {

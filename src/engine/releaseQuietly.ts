@@ -1,0 +1,30 @@
+import type { ScopedKey } from '../store/keyState.js';
+import { releaseKey } from '../store/releaseKey.js';
+import type { EngineEnv } from './engineEnv.js';
+
+/** An error as the one line a person reads in `listStuck()`. */
+export function errorText(error: unknown): string {
+  return (error instanceof Error ? `${error.name}: ${error.message}` : String(error)).slice(0, 500);
+}
+
+/**
+ * Releases the lease after a failure, noting why, so the next attempt takes over at once instead
+ * of waiting for the lease to run out. If the store is down too, the first error is still the one
+ * to report: the lease simply runs out and the next attempt takes over then.
+ */
+export async function releaseQuietly(
+  env: EngineEnv,
+  charge: { scoped: ScopedKey; lockToken: string },
+  lastError: string,
+): Promise<void> {
+  try {
+    const pool = await env.pool();
+    await releaseKey(pool, env.tables, {
+      ...charge.scoped,
+      lockToken: charge.lockToken,
+      lastError,
+    });
+  } catch {
+    // Deliberately ignored: see above.
+  }
+}
