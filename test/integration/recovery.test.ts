@@ -170,6 +170,29 @@ describe('provider failures', () => {
     expect(provider.ledger()).toHaveLength(1);
   });
 
+  it('the lookup and the charge share one providerTimeoutMs budget', async () => {
+    // Each call alone fits in the budget; both in a row do not. A resumed attempt must give up
+    // rather than still be at the provider after providerTimeoutMs.
+    const provider = createFakeProvider({
+      dedupe: false,
+      beforeAnswer: () => new Promise((resolve) => setTimeout(resolve, 300)),
+    });
+    const engine = createChargeEngine({
+      pool: db.pool,
+      provider,
+      providerTimeoutMs: 500,
+      leaseMs: 5_000,
+    });
+    const key = aKey();
+    const request = aRequest({ merchantId: 'm_budget' });
+    await seedInterruptedKey(db.pool, db.tables, key, request, 'reserved');
+
+    const error = await engine.processCharge(key, request).catch((e: unknown) => e);
+
+    expect(error).toBeInstanceOf(ProviderUnavailableError);
+    expect(provider.calls).toEqual({ createCharge: 1, findCharge: 1 });
+  });
+
   it('a provider that ignores the abort signal is still cut off', async () => {
     const provider = createFakeProvider({ beforeAnswer: () => new Promise(() => {}) });
     const engine = createChargeEngine({
