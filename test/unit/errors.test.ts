@@ -29,6 +29,14 @@ describe('error taxonomy', () => {
     expect(error.name).toBe(error.constructor.name);
   });
 
+  it('refuses a rejection status that could not be replayed', () => {
+    expect(() => new ChargeRejectedError(42, '{}')).toThrow(RangeError);
+    expect(() => new ChargeRejectedError(409.5, '{}')).toThrow(RangeError);
+    expect(() => new ChargeRejectedError(600, '{}')).toThrow(RangeError);
+    expect(() => new ChargeRejectedError(409, {} as unknown as string)).toThrow(RangeError);
+    expect(new ChargeRejectedError(409, '{}').status).toBe(409);
+  });
+
   it('keeps the cause', () => {
     const cause = new Error('socket hang up');
     expect(new StoreUnavailableError({ cause }).cause).toBe(cause);

@@ -14,6 +14,9 @@ describe('store error classification', () => {
     '57P03',
     '53300',
     '57014',
+    '25006',
+    '55P03',
+    '58030',
     'ECONNREFUSED',
     'ECONNRESET',
   ])('%s means the store is unavailable', (code) => {
