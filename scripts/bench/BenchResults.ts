@@ -1,3 +1,4 @@
+import type { BenchOptions } from './parseBenchOptions.js';
 import type { DesignName } from './Design.js';
 
 /** The scenarios run for every design, at every concurrency, every round. */
@@ -74,19 +75,20 @@ export type BenchResults = {
   mode: 'full' | 'quick';
   startedAt: string;
   durationS: number;
-  config: {
-    rounds: number;
-    concurrencies: number[];
-    freshCalls: number;
-    replayCalls: number;
-    replayKeys: number;
-    stormKeys: number;
-    stormCallersPerKey: number;
-    sweepKeys: number | null;
-    poolSize: number;
-    designs: DesignName[];
-    scenarios: ScenarioName[];
-  };
+  /** The options that shaped the run; `sweepKeys` is null when no sweep ran. */
+  config: Pick<
+    BenchOptions,
+    | 'rounds'
+    | 'concurrencies'
+    | 'freshCalls'
+    | 'replayCalls'
+    | 'replayKeys'
+    | 'stormKeys'
+    | 'stormCallersPerKey'
+    | 'poolSize'
+    | 'designs'
+    | 'scenarios'
+  > & { sweepKeys: number | null };
   machine: MachineDescription;
   /** The commit measured, and whether src/ or migrations/ had uncommitted changes. */
   source: { commit: string; uncommittedChanges: boolean } | null;

@@ -1,3 +1,6 @@
+import type { Measurement } from './BenchResults.js';
+import { percentile } from './stats.js';
+
 /** What one timed run measured. */
 export type RunMeasure = {
   elapsedMs: number;
@@ -31,4 +34,15 @@ export async function runConcurrently<T>(
   const elapsedMs = performance.now() - start;
   const cpu = process.cpuUsage(cpuBefore);
   return { elapsedMs, latenciesMs, cpuMs: (cpu.user + cpu.system) / 1_000 };
+}
+
+/** A run of `calls` calls as a measurement: throughput, p50, p99 and client CPU per call. */
+export function measurementOf(calls: number, run: RunMeasure): Measurement {
+  return {
+    calls,
+    throughput: (calls / run.elapsedMs) * 1_000,
+    p50Ms: percentile(run.latenciesMs, 50),
+    p99Ms: percentile(run.latenciesMs, 99),
+    clientCpuUsPerCall: (run.cpuMs * 1_000) / calls,
+  };
 }

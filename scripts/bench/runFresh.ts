@@ -3,8 +3,7 @@ import type { BenchProvider } from './createBenchProvider.js';
 import type { Measurement } from './BenchResults.js';
 import { benchRequest } from './benchRequest.js';
 import type { Design } from './Design.js';
-import { runConcurrently } from './runConcurrently.js';
-import { percentile } from './stats.js';
+import { measurementOf, runConcurrently } from './runConcurrently.js';
 
 /**
  * New keys, each charged once, by `concurrency` callers at a time. Keys and requests are made
@@ -31,11 +30,5 @@ export async function runFresh(
   if (made !== options.calls) {
     throw new Error(`${design.name}: ${options.calls} fresh keys made ${made} provider charges`);
   }
-  return {
-    calls: options.calls,
-    throughput: (options.calls / run.elapsedMs) * 1_000,
-    p50Ms: percentile(run.latenciesMs, 50),
-    p99Ms: percentile(run.latenciesMs, 99),
-    clientCpuUsPerCall: (run.cpuMs * 1_000) / options.calls,
-  };
+  return measurementOf(options.calls, run);
 }

@@ -3,8 +3,7 @@ import type { ChargeRequest } from '../../src/request.js';
 import type { Measurement } from './BenchResults.js';
 import { benchRequest } from './benchRequest.js';
 import type { Design } from './Design.js';
-import { runConcurrently } from './runConcurrently.js';
-import { percentile } from './stats.js';
+import { measurementOf, runConcurrently } from './runConcurrently.js';
 
 /** A completed key and the charge a replay must name. */
 export type SeededKey = { key: string; request: ChargeRequest; chargeId: string };
@@ -41,11 +40,5 @@ export async function runReplays(
       throw new Error(`${design.name}: a replay answered ${outcome.kind}`);
     }
   });
-  return {
-    calls: options.calls,
-    throughput: (options.calls / run.elapsedMs) * 1_000,
-    p50Ms: percentile(run.latenciesMs, 50),
-    p99Ms: percentile(run.latenciesMs, 99),
-    clientCpuUsPerCall: (run.cpuMs * 1_000) / options.calls,
-  };
+  return measurementOf(options.calls, run);
 }

@@ -1,10 +1,5 @@
 import { sql, type DatabaseTransactionConnection } from 'slonik';
-import {
-  IdempotencyKeyInUseError,
-  ProviderError,
-  ProviderUnavailableError,
-  SimulatedCrashError,
-} from '../errors.js';
+import { ProviderError, ProviderUnavailableError, SimulatedCrashError } from '../errors.js';
 import {
   ProviderTransientError,
   type CreateChargeInput,
@@ -18,7 +13,7 @@ import { callProvider } from './callProvider.js';
 import { chargeBody, HTTP_STATUS } from './chargeBody.js';
 import type { EngineEnv } from './engineEnv.js';
 import { leaseLost } from './leaseLost.js';
-import { errorText, releaseQuietly } from './releaseQuietly.js';
+import { releaseAfterFailure } from './releaseQuietly.js';
 import type { ChargeOutcome, CrashPoint } from './types.js';
 
 /** How long to suggest a caller waits after a transient provider failure. */
@@ -178,11 +173,8 @@ async function writeTerminal(
         await hook(tx);
       });
     } catch (error) {
-      // The hook failed and the phase rolled back; the key stays `reserved`. Give the lease
-      // back so a retry finishes it now instead of after the lease runs out.
-      if (!(error instanceof IdempotencyKeyInUseError || error instanceof SimulatedCrashError)) {
-        await releaseQuietly(env, charge, errorText(error));
-      }
+      // The hook failed and the phase rolled back; the key stays `reserved`.
+      await releaseAfterFailure(env, charge, error);
       throw error;
     }
   });
@@ -246,10 +238,9 @@ async function obtainProviderCharge(
     );
     return { providerCharge: created, adopted: false };
   } catch (error) {
+    // Whether money moved is unknown. Keep `reserved`: the next attempt asks the provider.
+    await releaseAfterFailure(env, charge, error);
     if (error instanceof SimulatedCrashError) throw error;
-    // Whether money moved is unknown. Keep `reserved` (the next attempt asks the provider) and
-    // give the lease back so that attempt need not wait for it to run out.
-    await releaseQuietly(env, charge, errorText(error));
     if (error instanceof ProviderTransientError) {
       throw new ProviderUnavailableError(PROVIDER_RETRY_AFTER_MS, { cause: error });
     }

@@ -1,3 +1,4 @@
+import { IdempotencyKeyInUseError, SimulatedCrashError } from '../errors.js';
 import type { ScopedKey } from '../store/keyState.js';
 import { releaseKey } from '../store/releaseKey.js';
 import type { EngineEnv } from './engineEnv.js';
@@ -27,4 +28,18 @@ export async function releaseQuietly(
   } catch {
     // Deliberately ignored: see above.
   }
+}
+
+/**
+ * Releases the lease after the attempt failed with `error`, so the next attempt need not wait
+ * for it to run out, except when the lease is not ours to give (it was lost to another attempt)
+ * or the failure stands for process death (an injected crash releases nothing).
+ */
+export async function releaseAfterFailure(
+  env: EngineEnv,
+  charge: { scoped: ScopedKey; lockToken: string },
+  error: unknown,
+): Promise<void> {
+  if (error instanceof IdempotencyKeyInUseError || error instanceof SimulatedCrashError) return;
+  await releaseQuietly(env, charge, errorText(error));
 }

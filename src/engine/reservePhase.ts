@@ -2,8 +2,7 @@ import { reserveCharge, type ReserveInput } from '../store/reserveCharge.js';
 import { withStore } from '../store/storeErrors.js';
 import type { EngineEnv } from './engineEnv.js';
 import { leaseLost } from './leaseLost.js';
-import { errorText, releaseQuietly } from './releaseQuietly.js';
-import { IdempotencyKeyInUseError, SimulatedCrashError } from '../errors.js';
+import { releaseAfterFailure } from './releaseQuietly.js';
 import { runReserveHook, type ReservingCharge } from './reserveHook.js';
 import type { ChargeOutcome } from './types.js';
 
@@ -43,11 +42,8 @@ export async function reservePhase(
       });
     });
   } catch (error) {
-    // The phase rolled back; the key stays at `started`, claimed on its own earlier. Give the
-    // lease back so a retry need not wait for it (a lost lease is not ours to give).
-    if (!(error instanceof IdempotencyKeyInUseError || error instanceof SimulatedCrashError)) {
-      await releaseQuietly(env, charge, errorText(error));
-    }
+    // The phase rolled back; the key stays at `started`, claimed on its own earlier.
+    await releaseAfterFailure(env, charge, error);
     throw error;
   }
 }

@@ -69,7 +69,10 @@ export function toKeyState(row: z.infer<typeof keyStateRow>): KeyState {
   };
 }
 
-/** The columns of {@link keyStateRow}, over `keys k LEFT JOIN charges c`. */
+/**
+ * The columns of {@link keyStateRow}, over `keys k LEFT JOIN charges c`. The migration's
+ * `claim_key` function returns the same columns for an existing key: change both together.
+ */
 export const keyStateColumns: FragmentSqlToken = sql.fragment`
   k.request_hash,
   k.recovery_point,

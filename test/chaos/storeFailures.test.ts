@@ -1,5 +1,5 @@
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { sql } from 'slonik';
+import { sql, type DatabaseTransactionConnection } from 'slonik';
 import { z } from 'zod';
 import {
   createChargeEngine,
@@ -35,29 +35,33 @@ describe('the database connection dies mid-transaction (pg_terminate_backend)', 
       WHERE datname = current_database() AND pid <> pg_backend_pid()
         AND state LIKE 'idle in transaction%'`);
 
-  it('in the reserve transaction: StoreUnavailableError, nothing kept, the retry charges once', async () => {
+  /**
+   * Runs one charge whose `phase` hook stops inside its transaction, kills that transaction's
+   * backend, then lets the hook go on: the attempt's result and the provider it charged at.
+   */
+  async function chargeKilledIn(phase: 'reserve' | 'complete') {
     const gate = aGate();
     let reached = false;
     const provider = createFakeProvider({ dedupe: false });
-    const dying = createChargeEngine({
-      pool: db.pool,
-      provider,
-      hooks: {
-        reserve: async (tx) => {
-          reached = true;
-          await gate.wait();
-          await tx.query(sql.unsafe`SELECT 1`);
-        },
-      },
-    });
+    const stall = async (tx: DatabaseTransactionConnection) => {
+      reached = true;
+      await gate.wait();
+      await tx.query(sql.unsafe`SELECT 1`);
+    };
+    const dying = createChargeEngine({ pool: db.pool, provider, hooks: { [phase]: stall } });
     const key = aKey();
     const attempt = dying.processCharge(key, aRequest()).catch((e: unknown) => e);
     await waitFor(() => Promise.resolve(reached));
-
-    expect((await terminateInTransaction()).length).toBeGreaterThanOrEqual(1);
+    const killed = await terminateInTransaction();
     gate.open();
+    return { key, provider, killed: killed.length, result: await attempt };
+  }
 
-    expect(await attempt).toBeInstanceOf(StoreUnavailableError);
+  it('in the reserve transaction: StoreUnavailableError, nothing kept, the retry charges once', async () => {
+    const { key, provider, killed, result } = await chargeKilledIn('reserve');
+
+    expect(killed).toBeGreaterThanOrEqual(1);
+    expect(result).toBeInstanceOf(StoreUnavailableError);
     expect(await readKey(db.pool, db.tables, 'm_1', key)).toBeNull();
     const healthy = createChargeEngine({ pool: db.pool, provider });
     await expect(healthy.processCharge(key, aRequest())).resolves.toMatchObject({
@@ -67,28 +71,9 @@ describe('the database connection dies mid-transaction (pg_terminate_backend)', 
   });
 
   it('in the complete transaction: StoreUnavailableError, then the retry adopts the charge', async () => {
-    const gate = aGate();
-    let reached = false;
-    const provider = createFakeProvider({ dedupe: false });
-    const dying = createChargeEngine({
-      pool: db.pool,
-      provider,
-      hooks: {
-        complete: async (tx) => {
-          reached = true;
-          await gate.wait();
-          await tx.query(sql.unsafe`SELECT 1`);
-        },
-      },
-    });
-    const key = aKey();
-    const attempt = dying.processCharge(key, aRequest()).catch((e: unknown) => e);
-    await waitFor(() => Promise.resolve(reached));
+    const { key, provider, result } = await chargeKilledIn('complete');
 
-    await terminateInTransaction();
-    gate.open();
-
-    expect(await attempt).toBeInstanceOf(StoreUnavailableError);
+    expect(result).toBeInstanceOf(StoreUnavailableError);
     expect((await readKey(db.pool, db.tables, 'm_1', key))?.recovery_point).toBe('reserved');
     expect(provider.ledger()).toHaveLength(1);
     await expireLease(db.pool, db.tables, 'm_1', key);

@@ -1,4 +1,3 @@
-import { createServer } from 'node:net';
 import type { IncomingMessage } from 'node:http';
 import { afterAll, afterEach, beforeAll, describe, expect, it, vi } from 'vitest';
 import {
@@ -15,6 +14,7 @@ import { aGate, aKey, countRows, readKey, waitFor } from '../support/charges.js'
 import { errorOf, send, type RawResponse } from '../support/httpRequest.js';
 import { listen, type RunningServer } from '../support/httpServer.js';
 import { createTestDatabase, type TestDatabase } from '../support/testDatabase.js';
+import { closedPortUrl } from '../support/closedPortUrl.js';
 
 let db: TestDatabase;
 beforeAll(async () => {
@@ -488,12 +488,3 @@ describe('charge handler: engine errors', () => {
     expect(onError).toHaveBeenCalledWith(secret, expect.anything());
   });
 });
-
-async function closedPortUrl(): Promise<string> {
-  const server = createServer();
-  await new Promise<void>((resolve) => server.listen(0, '127.0.0.1', resolve));
-  const address = server.address();
-  const port = typeof address === 'object' && address ? address.port : 0;
-  await new Promise<void>((resolve) => server.close(() => resolve()));
-  return `postgres://nobody:nothing@127.0.0.1:${port}/none`;
-}

@@ -1,4 +1,3 @@
-import { createServer } from 'node:net';
 import { describe, expect, it } from 'vitest';
 import {
   createChargeEngine,
@@ -7,15 +6,7 @@ import {
   StoreUnavailableError,
 } from '../../src/index.js';
 import { aKey, aRequest } from '../support/charges.js';
-
-async function closedPortUrl(): Promise<string> {
-  const server = createServer();
-  await new Promise<void>((resolve) => server.listen(0, '127.0.0.1', resolve));
-  const address = server.address();
-  const port = typeof address === 'object' && address ? address.port : 0;
-  await new Promise<void>((resolve) => server.close(() => resolve()));
-  return `postgres://nobody:nothing@127.0.0.1:${port}/none`;
-}
+import { closedPortUrl } from '../support/closedPortUrl.js';
 
 describe('store unavailable', () => {
   it('processCharge reports an unreachable database as StoreUnavailableError', async () => {
