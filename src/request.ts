@@ -1,4 +1,5 @@
 import { createHash } from 'node:crypto';
+import { codes as iso4217Codes } from 'currency-codes';
 import { z } from 'zod';
 import { InvalidRequestError, type FieldIssue } from './errors.js';
 
@@ -19,22 +20,66 @@ const idempotencyKeySchema = z
   .max(255, 'must be at most 255 characters')
   .regex(PRINTABLE_ASCII, 'must be printable ASCII');
 
-const nonEmptyId = z
+// An id is a scope: it is kept exactly as sent or refused, never changed, so two ids that differ
+// never share keys. Invisible edges (any Unicode white space, BOM included) and control characters
+// are refused rather than trimmed or stripped.
+const EDGE_WHITESPACE = /^[\s\p{White_Space}]|[\s\p{White_Space}]$/u;
+const CONTROL_CHARACTER = /\p{Cc}/u;
+
+const exactId = z
   .string({ required_error: 'is required', invalid_type_error: 'must be a string' })
-  .trim()
   .min(1, 'must not be empty')
   .max(255, 'must be at most 255 characters')
-  .refine(storable, UNSTORABLE_MESSAGE);
+  .refine(storable, UNSTORABLE_MESSAGE)
+  .refine((id) => !EDGE_WHITESPACE.test(id), 'must not start or end with whitespace')
+  .refine((id) => !CONTROL_CHARACTER.test(id), 'must not contain control characters');
+
+/**
+ * ISO 4217 X-codes that are money. The rest of the X range is not charged in: precious metals
+ * (XAU, XAG, XPD, XPT), bond-market and accounting units (XBA–XBD, XDR, XSU, XUA), XTS (testing)
+ * and XXX (no currency). currency-codes gives their "N.A." minor unit as 0, like XOF's, so its
+ * data alone cannot tell them apart.
+ */
+const X_CODES_THAT_ARE_MONEY: ReadonlySet<string> = new Set(['XAF', 'XCD', 'XCG', 'XOF', 'XPF']);
+
+/**
+ * Currencies a charge may be made in: ISO 4217 list one (the active codes; withdrawn codes such as
+ * HRK are not on it) as shipped by currency-codes, less the X-codes that are not money.
+ */
+const CHARGE_CURRENCIES: ReadonlySet<string> = new Set(
+  iso4217Codes().filter((code) => !code.startsWith('X') || X_CODES_THAT_ARE_MONEY.has(code)),
+);
+
+const METADATA_PROTO_KEY = '__proto__';
 
 /** True for a well-formed idempotency key: 1–255 printable ASCII characters. */
 export function isValidIdempotencyKey(key: unknown): key is string {
   return idempotencyKeySchema.safeParse(key).success;
 }
 
+/**
+ * Copies validated metadata into an object with no prototype, so keys such as `constructor` or
+ * `toString` are plain data. Empty metadata is the same request as none: it becomes `undefined`.
+ */
+function toMetadata(entries: Record<string, string>): Record<string, string> | undefined {
+  const keys = Object.keys(entries);
+  if (keys.length === 0) return undefined;
+  const metadata = Object.create(null) as Record<string, string>;
+  for (const key of keys) {
+    Object.defineProperty(metadata, key, {
+      value: entries[key],
+      enumerable: true,
+      writable: true,
+      configurable: true,
+    });
+  }
+  return metadata;
+}
+
 const chargeRequestSchema = z
   .object({
-    merchantId: nonEmptyId,
-    customerId: nonEmptyId,
+    merchantId: exactId,
+    customerId: exactId,
     amountMinor: z
       .number({ required_error: 'is required', invalid_type_error: 'must be a number' })
       .int('must be an integer')
@@ -42,7 +87,8 @@ const chargeRequestSchema = z
       .max(Number.MAX_SAFE_INTEGER, 'must be a safe integer'),
     currency: z
       .string({ required_error: 'is required', invalid_type_error: 'must be a string' })
-      .regex(/^[A-Z]{3}$/, 'must be three upper-case letters (ISO 4217)'),
+      .regex(/^[A-Z]{3}$/, 'must be three upper-case letters (ISO 4217)')
+      .refine((code) => CHARGE_CURRENCIES.has(code), 'must be an active ISO 4217 currency code'),
     description: z
       .string()
       .max(1000, 'must be at most 1000 characters')
@@ -50,15 +96,29 @@ const chargeRequestSchema = z
       .optional(),
     metadata: z
       .record(
-        z.string().min(1).max(METADATA_LIMITS.maxKeyLength).refine(storable, UNSTORABLE_MESSAGE),
+        z
+          .string()
+          .min(1)
+          .max(METADATA_LIMITS.maxKeyLength)
+          .refine(storable, UNSTORABLE_MESSAGE)
+          // zod drops this key from the records it builds, and so would any plain object: refuse
+          // it rather than lose it.
+          .refine((key) => key !== METADATA_PROTO_KEY, `must not be "${METADATA_PROTO_KEY}"`),
         z.string().max(METADATA_LIMITS.maxValueLength).refine(storable, UNSTORABLE_MESSAGE),
       )
       .refine((m) => Object.keys(m).length <= METADATA_LIMITS.maxKeys, {
         message: `must have at most ${METADATA_LIMITS.maxKeys} keys`,
       })
+      .transform(toMetadata)
       .optional(),
   })
-  .strict();
+  .strict()
+  // Absent optional fields are left out, so the request has no `metadata: undefined` either.
+  .transform(({ description, metadata, ...required }): ChargeRequest => ({
+    ...required,
+    ...(description === undefined ? {} : { description }),
+    ...(metadata === undefined ? {} : { metadata }),
+  }));
 
 /** What a caller asks chargeonce to charge. */
 export type ChargeRequest = {

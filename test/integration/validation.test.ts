@@ -17,6 +17,8 @@ const badRequests: Array<[string, string, unknown]> = [
   ['merchantId missing', 'merchantId', { ...valid, merchantId: undefined }],
   ['merchantId empty', 'merchantId', { ...valid, merchantId: '' }],
   ['merchantId blank', 'merchantId', { ...valid, merchantId: '   ' }],
+  ['merchantId with a trailing no-break space', 'merchantId', { ...valid, merchantId: 'm\u00a0' }],
+  ['customerId with a control character', 'customerId', { ...valid, customerId: 'c\u00851' }],
   ['customerId empty', 'customerId', { ...valid, customerId: '' }],
   ['customerId not a string', 'customerId', { ...valid, customerId: 42 }],
   ['amountMinor zero', 'amountMinor', { ...valid, amountMinor: 0 }],
@@ -28,6 +30,14 @@ const badRequests: Array<[string, string, unknown]> = [
   ['currency lower case', 'currency', { ...valid, currency: 'ngn' }],
   ['currency too long', 'currency', { ...valid, currency: 'NGNX' }],
   ['currency missing', 'currency', { ...valid, currency: undefined }],
+  ['currency not ISO 4217', 'currency', { ...valid, currency: 'XYZ' }],
+  ['currency withdrawn', 'currency', { ...valid, currency: 'HRK' }],
+  ['currency for testing', 'currency', { ...valid, currency: 'XTS' }],
+  [
+    'metadata key __proto__',
+    'metadata.__proto__',
+    { ...valid, metadata: JSON.parse('{"__proto__":"x"}') as unknown },
+  ],
   ['metadata value not a string', 'metadata.order', { ...valid, metadata: { order: 4821 } }],
   ['metadata value too long', 'metadata.note', { ...valid, metadata: { note: 'x'.repeat(501) } }],
   [
@@ -124,5 +134,28 @@ describe('validation happens before anything is written', () => {
     expect(error.issues.map((i) => i.field).sort()).toEqual(
       ['amountMinor', 'currency', 'idempotencyKey'].sort(),
     );
+  });
+
+  it('treats empty metadata as absent: a retry that drops it is a replay, not a reuse', async () => {
+    const engine = createChargeEngine({ pool: db.pool, provider: createFakeProvider() });
+    const key = aKey();
+    const first = await engine.processCharge(key, { ...valid, metadata: {} });
+    const retry = await engine.processCharge(key, valid);
+    expect(retry.replayed).toBe(true);
+    expect(retry.chargeId).toBe(first.chargeId);
+  });
+
+  it('keeps metadata keys named like Object.prototype members as data', async () => {
+    const engine = createChargeEngine({ pool: db.pool, provider: createFakeProvider() });
+    const key = aKey();
+    const metadata = JSON.parse('{"constructor":"c","toString":"t"}') as Record<string, string>;
+    const first = await engine.processCharge(key, { ...valid, metadata });
+    await expect(engine.processCharge(key, valid)).rejects.toMatchObject({
+      code: 'idempotency_key_reused',
+    });
+    await expect(engine.processCharge(key, { ...valid, metadata })).resolves.toMatchObject({
+      replayed: true,
+      chargeId: first.chargeId,
+    });
   });
 });

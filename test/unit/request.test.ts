@@ -1,5 +1,6 @@
 import fc from 'fast-check';
 import { describe, expect, it } from 'vitest';
+import { InvalidRequestError } from '../../src/errors.js';
 import { canonicalJson, deriveProviderKey, validateChargeRequest } from '../../src/request.js';
 
 const base = { merchantId: 'm_1', customerId: 'c_1', amountMinor: 100, currency: 'USD' };
@@ -8,9 +9,11 @@ describe('request fingerprint', () => {
   it('does not depend on the order of fields or metadata keys', () => {
     fc.assert(
       fc.property(
-        fc.dictionary(fc.string({ minLength: 1, maxLength: 10 }), fc.string({ maxLength: 20 }), {
-          maxKeys: 10,
-        }),
+        fc.dictionary(
+          fc.string({ minLength: 1, maxLength: 10 }).filter((key) => key !== '__proto__'),
+          fc.string({ maxLength: 20 }),
+          { maxKeys: 10 },
+        ),
         (metadata) => {
           const reversed = Object.fromEntries(Object.entries(metadata).reverse());
           const a = validateChargeRequest('k', { ...base, metadata });
@@ -47,6 +50,138 @@ describe('request fingerprint', () => {
     expect(canonicalJson({ b: 1, a: { d: undefined, c: [2, { z: 1, y: 2 }] } })).toBe(
       '{"a":{"c":[2,{"y":2,"z":1}]},"b":1}',
     );
+  });
+});
+
+/** The issues a refused request names; fails the test if the request is accepted. */
+function issuesOf(request: unknown): Array<{ field: string; message: string }> {
+  try {
+    validateChargeRequest('k', request);
+  } catch (error) {
+    expect(error).toBeInstanceOf(InvalidRequestError);
+    expect((error as InvalidRequestError).httpStatus).toBe(400);
+    return [...(error as InvalidRequestError).issues];
+  }
+  throw new Error(`accepted ${JSON.stringify(request)}`);
+}
+
+describe('merchant and customer ids are kept exactly or refused', () => {
+  it('refuses acme\\u00a0 rather than merging it with acme', () => {
+    expect(validateChargeRequest('k', { ...base, merchantId: 'acme' }).request.merchantId).toBe(
+      'acme',
+    );
+    expect(issuesOf({ ...base, merchantId: 'acme\u00a0' })).toEqual([
+      { field: 'merchantId', message: 'must not start or end with whitespace' },
+    ]);
+  });
+
+  it.each([
+    ['a trailing space', 'acme '],
+    ['a leading space', ' acme'],
+    ['only spaces', '   '],
+    ['a leading tab', '\tacme'],
+    ['a trailing newline', 'acme\n'],
+    ['a trailing carriage return', 'acme\r'],
+    ['a leading no-break space', '\u00a0acme'],
+    ['a trailing em space', 'acme\u2003'],
+    ['a leading byte order mark', '\ufeffacme'],
+    ['a trailing ideographic space', 'acme\u3000'],
+    ['a trailing line separator', 'acme\u2028'],
+  ])('refuses an id with %s', (_name, id) => {
+    expect(issuesOf({ ...base, merchantId: id })).toEqual([
+      { field: 'merchantId', message: 'must not start or end with whitespace' },
+    ]);
+    expect(issuesOf({ ...base, customerId: id })).toEqual([
+      { field: 'customerId', message: 'must not start or end with whitespace' },
+    ]);
+  });
+
+  it.each([
+    ['a tab', 'ac\tme'],
+    ['a newline', 'ac\nme'],
+    ['an escape', 'ac\u001bme'],
+    ['a DEL', 'ac\u007fme'],
+    ['a C1 next-line', 'ac\u0085me'],
+    ['a C1 control', 'ac\u009fme'],
+  ])('refuses an id containing %s', (_name, id) => {
+    expect(issuesOf({ ...base, customerId: id })).toEqual([
+      { field: 'customerId', message: 'must not contain control characters' },
+    ]);
+  });
+
+  it('keeps ids exactly, inner spaces and non-ASCII included', () => {
+    for (const id of ['acme', 'Acme Ltd', 'acme\u00a0ltd', 'café', 'm_😀', 'x'.repeat(255)]) {
+      const { request } = validateChargeRequest('k', { ...base, merchantId: id, customerId: id });
+      expect(request.merchantId).toBe(id);
+      expect(request.customerId).toBe(id);
+    }
+  });
+});
+
+describe('metadata', () => {
+  it('refuses a __proto__ key, naming it, instead of dropping it', () => {
+    const body = JSON.parse(
+      `{"merchantId":"m_1","customerId":"c_1","amountMinor":100,"currency":"USD","metadata":{"__proto__":"x"}}`,
+    ) as unknown;
+    expect(issuesOf(body)).toEqual([
+      { field: 'metadata.__proto__', message: 'must not be "__proto__"' },
+    ]);
+  });
+
+  it('keeps keys such as constructor and toString as data', () => {
+    const metadata = JSON.parse(
+      '{"constructor":"c","toString":"t","hasOwnProperty":"h","valueOf":"v"}',
+    ) as Record<string, string>;
+    const validated = validateChargeRequest('k', { ...base, metadata });
+    expect(validated.canonical).toBe(
+      '{"amountMinor":100,"currency":"USD","customerId":"c_1","merchantId":"m_1",' +
+        '"metadata":{"constructor":"c","hasOwnProperty":"h","toString":"t","valueOf":"v"}}',
+    );
+    expect(Object.entries(validated.request.metadata ?? {})).toEqual([
+      ['constructor', 'c'],
+      ['toString', 't'],
+      ['hasOwnProperty', 'h'],
+      ['valueOf', 'v'],
+    ]);
+    expect(JSON.parse(JSON.stringify(validated.request.metadata))).toEqual(metadata);
+    expect(
+      validateChargeRequest('k', { ...base, metadata: { constructor: 'd' } }).fingerprint,
+    ).not.toBe(validateChargeRequest('k', base).fingerprint);
+  });
+
+  it('treats empty metadata as absent', () => {
+    const without = validateChargeRequest('k', base);
+    const empty = validateChargeRequest('k', { ...base, metadata: {} });
+    expect(empty.fingerprint).toBe(without.fingerprint);
+    expect(empty.canonical).toBe(without.canonical);
+    expect('metadata' in empty.request).toBe(false);
+  });
+});
+
+describe('currency', () => {
+  it.each(['NGN', 'USD', 'JPY', 'EUR', 'XOF', 'XAF', 'XPF', 'XCD'])('accepts %s', (currency) => {
+    expect(validateChargeRequest('k', { ...base, currency }).request.currency).toBe(currency);
+  });
+
+  it.each([
+    ['XYZ', 'not a code'],
+    ['HRK', 'withdrawn'],
+    ['VEF', 'withdrawn'],
+    ['XTS', 'for testing'],
+    ['XXX', 'no currency'],
+    ['XAU', 'gold'],
+    ['XDR', 'an IMF unit'],
+    ['XBA', 'a bond-market unit'],
+  ])('refuses %s (%s)', (currency) => {
+    expect(issuesOf({ ...base, currency })).toEqual([
+      { field: 'currency', message: 'must be an active ISO 4217 currency code' },
+    ]);
+  });
+
+  it('still asks for three upper-case letters first', () => {
+    expect(issuesOf({ ...base, currency: 'ngn' })).toEqual([
+      { field: 'currency', message: 'must be three upper-case letters (ISO 4217)' },
+    ]);
   });
 });
 
