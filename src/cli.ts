@@ -1,9 +1,10 @@
 #!/usr/bin/env node
 import { parseArgs } from 'node:util';
-import { ChargeOnceError } from './errors.js';
 import { chaosCommand } from './cli/chaosCommand.js';
+import { describeError } from './cli/describeError.js';
 import {
   reapCommand,
+  requeueCommand,
   statusCommand,
   sweepCommand,
   type RecoveryCommandOptions,
@@ -12,15 +13,20 @@ import {
 const USAGE = `Usage: chargeonce <command> [options]
 
 Commands:
-  sweep    finish abandoned charges (needs --provider)
-  reap     delete completed keys older than the retention
-  status   keys per recovery point, abandoned and stuck keys
+  sweep    finish abandoned charges of one operation (needs --provider)
+  reap     delete completed keys older than the retention (every operation)
+  status   keys per recovery point, abandoned and stuck keys (every operation)
+  requeue  put a key parked in failed back for the sweeper (needs --merchant and --key);
+           exits 1 when no failed key matched
   chaos    charge through crashes, kills and provider faults, then reconcile
            (options: chargeonce chaos --help)
 
 Options:
   --database-url URL     PostgreSQL (default: $DATABASE_URL)
   --schema NAME          chargeonce's schema (default: chargeonce)
+  --operation NAME       sweep, requeue: the operation whose keys to take (default: charge)
+  --merchant ID          requeue: the key's merchant
+  --key KEY              requeue: the idempotency key
   --limit N              at most N keys (sweep, reap) or N stuck keys listed (status)
   --provider MODULE      sweep: module whose default export is your PaymentProvider
   --on-abandoned MODE    sweep: cancel (default) or complete
@@ -49,6 +55,9 @@ async function main(argv: string[]): Promise<number> {
     options: {
       'database-url': { type: 'string' },
       schema: { type: 'string' },
+      operation: { type: 'string' },
+      merchant: { type: 'string' },
+      key: { type: 'string' },
       limit: { type: 'string' },
       provider: { type: 'string' },
       'on-abandoned': { type: 'string' },
@@ -72,9 +81,13 @@ async function main(argv: string[]): Promise<number> {
   }
   // Narrowed above; TypeScript keeps `string` through the spread below without this.
   const abandonedMode: 'cancel' | 'complete' | undefined = onAbandoned;
+  if (values.operation !== undefined && (command === 'reap' || command === 'status')) {
+    throw new Error(`--operation applies to sweep and requeue; ${command} covers every operation`);
+  }
   const options: RecoveryCommandOptions = {
     databaseUrl,
     ...(values.schema ? { schema: values.schema } : {}),
+    ...(values.operation ? { operation: values.operation } : {}),
     limit: numberOption(values.limit, 'limit'),
     ...(values.provider ? { providerModule: values.provider } : {}),
     ...(abandonedMode ? { onAbandoned: abandonedMode } : {}),
@@ -93,6 +106,11 @@ async function main(argv: string[]): Promise<number> {
     case 'status':
       await statusCommand(options, print);
       return 0;
+    case 'requeue': {
+      const { merchant, key } = values;
+      if (!merchant || !key) throw new Error('requeue needs --merchant <id> and --key <key>');
+      return (await requeueCommand(options, { merchantId: merchant, key }, print)) ? 0 : 1;
+    }
     default:
       process.stderr.write(`Unknown command: ${command}\n\n${USAGE}`);
       return 2;
@@ -104,13 +122,8 @@ main(process.argv.slice(2)).then(
     process.exitCode = code;
   },
   (error: unknown) => {
-    const message =
-      error instanceof ChargeOnceError
-        ? `${error.code}: ${error.message}`
-        : error instanceof Error
-          ? error.message
-          : String(error);
-    process.stderr.write(`chargeonce: ${message}\n`);
+    // The whole cause chain: "store_unavailable" alone does not say which address refused.
+    process.stderr.write(`chargeonce: ${describeError(error).join('\n')}\n`);
     process.exitCode = 1;
   },
 );

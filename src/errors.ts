@@ -1,14 +1,54 @@
 /**
+ * Every `code` a chargeonce error can carry: the engine's, the HTTP edge's refusals and the
+ * client's. `ChargeOnceError` accepts no other, so this list is complete by construction.
+ */
+export const CHARGE_ONCE_ERROR_CODES = [
+  'invalid_request',
+  'idempotency_key_reused',
+  'idempotency_key_in_use',
+  'provider_unavailable',
+  'provider_error',
+  'charge_needs_attention',
+  'store_unavailable',
+  'schema_not_migrated',
+  'schema_version',
+  'invalid_configuration',
+  'charge_rejected',
+  'simulated_crash',
+  // The HTTP edge (`createChargeHandler`), before the engine is asked anything.
+  'method_not_allowed',
+  'unauthenticated',
+  'unsupported_media_type',
+  'payload_too_large',
+  // The client (`createChargeClient`), when it gives up.
+  'charge_refused',
+  'charge_retries_exhausted',
+  'charge_aborted',
+  // The engine again: a key reaped to its tombstone, a provider answer it refused.
+  'idempotency_key_expired',
+  'provider_answer_invalid',
+] as const;
+
+/** The stable code of a chargeonce error: a `switch` over it can be checked for exhaustiveness. */
+export type ChargeOnceErrorCode = (typeof CHARGE_ONCE_ERROR_CODES)[number];
+
+/**
  * Every error chargeonce throws is a `ChargeOnceError`. Callers switch on the class or on the
- * stable `code`, never on message text. `httpStatus` is what the HTTP edge answers with.
+ * stable `code`, never on message text. `httpStatus` is what the HTTP edge answers with. The
+ * error it stems from, if any, is its `cause`.
  */
 export class ChargeOnceError extends Error {
   /** Stable, machine-readable identifier of the error kind. */
-  readonly code: string;
+  readonly code: ChargeOnceErrorCode;
   /** The HTTP status an API built on chargeonce should answer with. */
   readonly httpStatus: number;
 
-  constructor(code: string, httpStatus: number, message: string, options?: { cause?: unknown }) {
+  constructor(
+    code: ChargeOnceErrorCode,
+    httpStatus: number,
+    message: string,
+    options?: { cause?: unknown },
+  ) {
     super(message, { cause: options?.cause });
     this.name = new.target.name;
     this.code = code;
@@ -101,6 +141,46 @@ export class ChargeNeedsAttentionError extends ChargeOnceError {
   }
 }
 
+/**
+ * The key completed long ago and its stored outcome was reaped; only a tombstone is left. The
+ * charge it guarded is not made again: look it up by `chargeId`, or start a new operation with a
+ * new key. Not retryable.
+ */
+export class IdempotencyKeyExpiredError extends ChargeOnceError {
+  /** The local charge the key guarded. */
+  readonly chargeId: string;
+
+  constructor(chargeId: string, options?: { cause?: unknown }) {
+    super(
+      'idempotency_key_expired',
+      410,
+      'This idempotency key completed and its stored response has expired; it is not charged again.',
+      options,
+    );
+    this.chargeId = chargeId;
+  }
+}
+
+/**
+ * The provider answered with a charge that does not match the request (another amount or
+ * currency) or does not fit the port's type. Money may have moved, so the key was parked in
+ * `failed` for a person (`listStuck()` says why); retries get `ChargeNeedsAttentionError`.
+ */
+export class ProviderAnswerInvalidError extends ChargeOnceError {
+  /** What was wrong with the answer. */
+  readonly reason: string;
+
+  constructor(reason: string, options?: { cause?: unknown }) {
+    super(
+      'provider_answer_invalid',
+      502,
+      `The payment provider's answer was refused: ${reason}`,
+      options,
+    );
+    this.reason = reason;
+  }
+}
+
 /** PostgreSQL could not be reached or dropped the connection. Safe to retry with the same key. */
 export class StoreUnavailableError extends ChargeOnceError {
   /** A suggested wait before retrying, in milliseconds. */
@@ -112,6 +192,27 @@ export class StoreUnavailableError extends ChargeOnceError {
   }
 }
 
+/**
+ * chargeonce's schema, tables or functions are missing from the database: `migrate` was never run
+ * on it (or on another schema than the engine's `schema`). Not retryable until it is.
+ */
+export class SchemaNotMigratedError extends ChargeOnceError {
+  /** The schema whose objects are missing, when PostgreSQL named it. */
+  readonly schema: string | undefined;
+
+  constructor(schema: string | undefined, options?: { cause?: unknown }) {
+    const where = schema === undefined ? "chargeonce's schema" : `schema "${schema}"`;
+    const call = schema === undefined ? 'migrate(pool)' : `migrate(pool, { schema: '${schema}' })`;
+    super(
+      'schema_not_migrated',
+      500,
+      `The database is not migrated: chargeonce's tables or functions are missing from ${where}. Run ${call} (chargeonce's migrate) on this database first.`,
+      options,
+    );
+    this.schema = schema;
+  }
+}
+
 /** The database was migrated by a newer chargeonce than this one; refusing to touch it. */
 export class SchemaVersionError extends ChargeOnceError {
   constructor(message: string) {
@@ -119,10 +220,13 @@ export class SchemaVersionError extends ChargeOnceError {
   }
 }
 
-/** The engine was constructed with options that cannot work together. */
+/**
+ * The engine (or a pool, a handler, a client) was given options that cannot work: missing,
+ * of the wrong type, or not working together. `cause` holds the underlying error, if any.
+ */
 export class InvalidConfigurationError extends ChargeOnceError {
-  constructor(message: string) {
-    super('invalid_configuration', 500, message);
+  constructor(message: string, options?: { cause?: unknown }) {
+    super('invalid_configuration', 500, message, options);
   }
 }
 

@@ -20,20 +20,24 @@ export type { PoolInput } from './store/resolvePool.js';
 export { validateChargeRequest, canonicalJson, deriveProviderKey } from './request.js';
 export type { ChargeRequest, ValidatedRequest } from './request.js';
 export {
+  CHARGE_ONCE_ERROR_CODES,
   ChargeNeedsAttentionError,
   ChargeOnceError,
   ChargeRejectedError,
+  IdempotencyKeyExpiredError,
   IdempotencyKeyInUseError,
   IdempotencyKeyReusedError,
   InvalidConfigurationError,
   InvalidRequestError,
+  ProviderAnswerInvalidError,
   ProviderError,
   ProviderUnavailableError,
+  SchemaNotMigratedError,
   SchemaVersionError,
   SimulatedCrashError,
   StoreUnavailableError,
 } from './errors.js';
-export type { FieldIssue } from './errors.js';
+export type { ChargeOnceErrorCode, FieldIssue } from './errors.js';
 export { ProviderTransientError } from './provider/PaymentProvider.js';
 export type {
   CreateChargeInput,

@@ -1,11 +1,12 @@
-import type { ChargeStatus, CrashPoint } from '../engine/types.js';
+import type { CrashPoint } from '../engine/types.js';
 import type {
   FakeServerFault,
   FakeServerRates,
   LatencyRange,
 } from '../provider/createFaultSchedule.js';
 import type { SweepResult } from '../recovery/sweep.js';
-import type { Violation } from './reconcile.js';
+import type { ChaosStatus } from './OperationSink.js';
+import type { ParkedKey, Violation } from './reconcile.js';
 
 /** Where a chaos run is, for a progress display. */
 export type ChaosProgress = {
@@ -46,7 +47,15 @@ export type ChaosReport = {
     concurrency: number;
     killRate: number;
     crashRate: number;
+    stallRate: number;
+    clockStepRate: number;
     abandonRate: number;
+    outageRate: number;
+    outageMs: number;
+    retentionMs: number;
+    lateRetryRate: number;
+    sweepEveryMs: number;
+    poolSize: number;
     providerFaults: FakeServerRates;
     latencyMs: LatencyRange;
     idempotencyWindowMs: number | null;
@@ -61,8 +70,12 @@ export type ChaosReport = {
   charges: number;
   /** Operations that got a final outcome, during the run or on the client's return. */
   settled: number;
-  /** The final outcome of each settled operation, by status. */
-  outcomes: Record<ChargeStatus, number>;
+  /**
+   * The final outcome of each settled operation, by status: `parked` when the engine refused the
+   * provider's answer and left the key to a person, `expired` when the key was reaped before the
+   * client came back for its outcome.
+   */
+  outcomes: Record<ChaosStatus, number>;
   /** Clients that walked away after a failed attempt (`abandonRate`). */
   abandoned: number;
   /** `processCharge` calls, the return visits included. */
@@ -73,6 +86,11 @@ export type ChaosReport = {
   retryableErrors: Record<string, number>;
   /** Injected crashes that fired, by crash point. */
   crashes: { total: number; byPoint: Record<CrashPoint, number> };
+  /** Attempts set to stall past their lease, and attempts that stepped their wall clock first. */
+  stalls: number;
+  clockSteps: number;
+  /** Provider outages started, and the requests refused during them. */
+  outages: { started: number; refusedRequests: number };
   /** Worker processes the harness `SIGKILL`ed. */
   processesKilled: number;
   /** Worker processes started, the first ones included. */
@@ -90,6 +108,20 @@ export type ChaosReport = {
   adoptions: { total: number; byClients: number; bySweep: number };
   /** The final sweep, all passes together. */
   sweep: SweepResult & { passes: number };
+  /**
+   * Keys the sweepers parked because the provider could not answer (an outage), requeued after
+   * it as a person would, then finished by the final sweep.
+   */
+  requeued: number;
+  /** The sweeper and reaper that ran while the clients charged. */
+  background: { sweep: SweepResult & { passes: number }; reaped: number; errors: number };
+  /**
+   * Clients that came back once more after their key was reaped: each must be refused
+   * (`expired`) or replayed, never charged again.
+   */
+  late: { visits: number; expired: number; replayed: number };
+  /** Keys the engine parked because it refused the provider's answer (not violations). */
+  parked: ParkedKey[];
   /** Everything the reconciler found wrong; empty in a good run. */
   violations: Violation[];
   unexpectedErrors: UnexpectedError[];

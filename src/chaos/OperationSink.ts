@@ -5,6 +5,10 @@ export type AttemptEvent = {
   op: number;
   merchantId: string;
   key: string;
+  /** The attempt was set to stall past its lease somewhere. */
+  stalled: boolean;
+  /** The attempt stepped its process's wall clock first. */
+  clockStepped: boolean;
 } & (
   | {
       kind: 'outcome';
@@ -16,17 +20,28 @@ export type AttemptEvent = {
       body: string;
     }
   | { kind: 'crash'; point: CrashPoint }
+  /**
+   * An error that settles the operation for good: `parked`, the engine refused the provider's
+   * answer and left the key to a person; `expired`, the key was reaped to a tombstone.
+   */
+  | { kind: 'terminal'; status: TerminalStatus; code: string }
   /** `code` is the `ChargeOnceError` code, or the error's name for anything else. */
   | { kind: 'retryable'; code: string }
   | { kind: 'unexpected'; code: string; message: string }
 );
+
+/** How an operation settled without an outcome the engine could replay. */
+export type TerminalStatus = 'parked' | 'expired';
+
+/** Every way an operation can settle. */
+export type ChaosStatus = ChargeStatus | TerminalStatus;
 
 /** How a client's work on one operation ended. */
 export type OperationEnd = {
   op: number;
   /** `settled`: an outcome; `abandoned`: walked away; `gaveUp`: out of attempts; `failed`: an unexpected error. */
   result: 'settled' | 'abandoned' | 'gaveUp' | 'failed';
-  status: ChargeStatus | null;
+  status: ChaosStatus | null;
   lastError: string | null;
 };
 

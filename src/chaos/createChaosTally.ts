@@ -1,6 +1,6 @@
-import { CRASH_POINTS, type ChargeStatus, type CrashPoint } from '../engine/types.js';
+import { CRASH_POINTS, type CrashPoint } from '../engine/types.js';
 import type { ChaosProgress, UnexpectedError } from './ChaosReport.js';
-import type { OperationEnd, OperationSink } from './OperationSink.js';
+import type { ChaosStatus, OperationEnd, OperationSink } from './OperationSink.js';
 import type { ObservedResponse } from './reconcile.js';
 
 /** Counts what the clients of a chaos run went through, from their events. */
@@ -17,10 +17,12 @@ export type ChaosTally = {
     retries: number;
     retryableErrors: Record<string, number>;
     crashes: { total: number; byPoint: Record<CrashPoint, number> };
+    stalls: number;
+    clockSteps: number;
     replays: number;
     adoptions: number;
     abandoned: number;
-    outcomes: Record<ChargeStatus, number>;
+    outcomes: Record<ChaosStatus, number>;
     settled: number;
     unexpectedErrors: UnexpectedError[];
   };
@@ -37,11 +39,13 @@ export function createChaosTally(total: number): ChaosTally {
   let adoptions = 0;
   let abandoned = 0;
   let crashTotal = 0;
+  let stalls = 0;
+  let clockSteps = 0;
   const tried = new Set<number>();
   const retryableErrors: Record<string, number> = {};
   const byPoint = Object.fromEntries(CRASH_POINTS.map((p) => [p, 0])) as Record<CrashPoint, number>;
   /** The last outcome each operation's client saw. */
-  const finalStatus = new Map<number, ChargeStatus>();
+  const finalStatus = new Map<number, ChaosStatus>();
   const endings = new Map<number, OperationEnd>();
   const observations: ObservedResponse[] = [];
   const unexpectedErrors: UnexpectedError[] = [];
@@ -49,6 +53,8 @@ export function createChaosTally(total: number): ChaosTally {
   const sink: OperationSink = {
     attempt(event) {
       attempts += 1;
+      if (event.stalled) stalls += 1;
+      if (event.clockStepped) clockSteps += 1;
       // Counted per operation, not per process: a restarted worker's first try is a retry too.
       if (tried.has(event.op)) retries += 1;
       else tried.add(event.op);
@@ -58,6 +64,9 @@ export function createChaosTally(total: number): ChaosTally {
           observations.push({ merchantId: event.merchantId, key: event.key, body: event.body });
           if (event.replayed) replays += 1;
           if (event.adopted) adoptions += 1;
+          return;
+        case 'terminal':
+          finalStatus.set(event.op, event.status);
           return;
         case 'crash':
           crashTotal += 1;
@@ -84,12 +93,14 @@ export function createChaosTally(total: number): ChaosTally {
     },
   };
 
-  const outcomes = (): Record<ChargeStatus, number> => {
-    const counts: Record<ChargeStatus, number> = {
+  const outcomes = (): Record<ChaosStatus, number> => {
+    const counts: Record<ChaosStatus, number> = {
       succeeded: 0,
       declined: 0,
       rejected: 0,
       cancelled: 0,
+      parked: 0,
+      expired: 0,
     };
     for (const status of finalStatus.values()) counts[status] += 1;
     return counts;
@@ -114,6 +125,8 @@ export function createChaosTally(total: number): ChaosTally {
       retries,
       retryableErrors: { ...retryableErrors },
       crashes: { total: crashTotal, byPoint: { ...byPoint } },
+      stalls,
+      clockSteps,
       replays,
       adoptions,
       abandoned,

@@ -1,11 +1,33 @@
+import { setTimeout as sleep } from 'node:timers/promises';
 import { CRASH_POINTS, type CrashPoint, type FaultInjector } from '../engine/types.js';
 
 /** How one attempt is set up to fail, if at all. */
 export type AttemptFaults = {
-  /** Set when the attempt is to die at `point`; unset for a healthy attempt. */
+  /** Set when the attempt is to die or stall; unset for a healthy attempt. */
   faults: FaultInjector | undefined;
   point: CrashPoint | null;
+  /** Where the attempt stalls past its lease, if it does. */
+  stall: StallPoint | null;
   separateClaim: boolean;
+};
+
+/**
+ * Where an attempt can stall: a claim whose COMMIT is acknowledged late, a pause before the
+ * provider call, a completion held up after it.
+ */
+export const STALL_POINTS = [
+  'afterClaimCommit',
+  'beforeProviderCall',
+  'afterProviderCall',
+] as const;
+export type StallPoint = (typeof STALL_POINTS)[number];
+
+/** How the attempts of a chaos client fail. */
+export type FaultRates = {
+  crashRate: number;
+  /** The chance an attempt stalls at one of `STALL_POINTS` for longer than its lease. */
+  stallRate: number;
+  leaseMs: number;
 };
 
 /** Share of attempts that claim on their own commit: only they can crash at `started`. */
@@ -14,22 +36,38 @@ const SEPARATE_CLAIM_SHARE = 0.25;
 /**
  * Draws an attempt's faults: with `crashRate`, one crash point picked at random, which fires the
  * first time the attempt reaches it (a point the attempt never reaches, such as
- * `afterClaimCommit` on a retry, leaves it healthy).
+ * `afterClaimCommit` on a retry, leaves it healthy); with `stallRate`, one stall point where the
+ * attempt waits a lease and up to half a lease more, once.
  */
-export function createCrashInjector(random: () => number, crashRate: number): AttemptFaults {
+export function createCrashInjector(random: () => number, rates: FaultRates): AttemptFaults {
   const separateClaim = random() < SEPARATE_CLAIM_SHARE;
-  if (!(random() < crashRate)) return { faults: undefined, point: null, separateClaim };
-  const point = CRASH_POINTS[Math.floor(random() * CRASH_POINTS.length)] ?? 'afterClaimCommit';
-  let fired = false;
+  const point = random() < rates.crashRate ? pickFrom(CRASH_POINTS, random) : null;
+  const stall = random() < rates.stallRate ? pickFrom(STALL_POINTS, random) : null;
+  const stallMs = rates.leaseMs + Math.floor(random() * (rates.leaseMs / 2));
+  if (point === null && stall === null) {
+    return { faults: undefined, point, stall, separateClaim };
+  }
+  let crashed = false;
+  let stalled = false;
   return {
     point,
+    stall,
     separateClaim,
     faults: {
       shouldCrash: (at) => {
-        if (fired || at !== point) return false;
-        fired = true;
+        if (crashed || at !== point) return false;
+        crashed = true;
         return true;
+      },
+      stall: (at) => {
+        if (stalled || at !== stall) return undefined;
+        stalled = true;
+        return sleep(stallMs);
       },
     },
   };
+}
+
+function pickFrom<T>(items: readonly T[], random: () => number): T {
+  return items[Math.floor(random() * items.length)] as T;
 }

@@ -1,5 +1,6 @@
 import type { DatabasePool } from 'slonik';
 import { HTTP_STATUS } from '../engine/chargeBody.js';
+import { REFUSED_ANSWER_REASON_PREFIX } from '../engine/checkProviderAnswer.js';
 import { readLedgerRows, type LocalChargeRow } from '../store/readLedgerRows.js';
 import { withStore } from '../store/storeErrors.js';
 import { DEFAULT_SCHEMA, tablesIn } from '../store/tables.js';
@@ -24,11 +25,21 @@ export type Violation =
   | { kind: 'amount_mismatch'; merchantId: string; chargeId: string; detail: string }
   | { kind: 'outcome_mismatch'; merchantId: string; key: string | null; detail: string }
   | { kind: 'unfinished_key'; merchantId: string; key: string; recoveryPoint: string }
+  | { kind: 'duplicate_outcome'; merchantId: string; key: string; chargeIds: string[] }
   | { kind: 'replay_mismatch'; merchantId: string; key: string; detail: string };
+
+/** A key the engine parked because the provider's answer could not be recorded: not a violation. */
+export type ParkedKey = { merchantId: string; key: string; chargeId: string; reason: string };
 
 /** What {@link reconcile} found. Empty `violations`: exactly one charge per key, nothing lost. */
 export type ReconcileReport = {
   violations: Violation[];
+  /**
+   * Keys parked in `failed` because the provider answered with a charge that does not match the
+   * request, or an answer that does not fit the port: the engine refused to record it, as it
+   * must, and left it to a person. Every other parked key is an `unfinished_key` violation.
+   */
+  parked: ParkedKey[];
   checked: { providerCharges: number; localCharges: number; observations: number };
 };
 
@@ -99,10 +110,11 @@ export async function reconcile(options: ReconcileOptions): Promise<ReconcileRep
       }
       continue;
     }
-    checkAgainstProvider(local, made, violations);
+    if (!isRefusedAnswer(local)) checkAgainstProvider(local, made, violations);
   }
 
   for (const local of charges) {
+    if (isRefusedAnswer(local)) continue;
     const made = byProviderKey.get(local.providerKey);
     if (!made && (local.status === 'succeeded' || local.status === 'declined')) {
       violations.push({
@@ -113,7 +125,7 @@ export async function reconcile(options: ReconcileOptions): Promise<ReconcileRep
       });
     }
     checkStoredResponse(local, violations);
-    if (options.expectFinished && local.key !== null && local.recoveryPoint !== 'completed') {
+    if (options.expectFinished && local.key !== null && !isFinished(local.recoveryPoint)) {
       violations.push({
         kind: 'unfinished_key',
         merchantId: local.merchantId,
@@ -124,7 +136,7 @@ export async function reconcile(options: ReconcileOptions): Promise<ReconcileRep
   }
   if (options.expectFinished) {
     for (const key of keysWithoutCharge) {
-      if (key.recovery_point === 'completed') continue;
+      if (isFinished(key.recovery_point)) continue;
       violations.push({
         kind: 'unfinished_key',
         merchantId: key.merchant_id,
@@ -150,14 +162,69 @@ export async function reconcile(options: ReconcileOptions): Promise<ReconcileRep
     }
   }
 
+  violations.push(...duplicateOutcomes(options.observations ?? []));
+
   return {
     violations,
+    parked: charges.filter(isRefusedAnswer).map((c) => ({
+      merchantId: c.merchantId,
+      key: c.key as string,
+      chargeId: c.chargeId,
+      reason: c.lastError ?? '',
+    })),
     checked: {
       providerCharges: options.providerLedger.length,
       localCharges: charges.length,
       observations: options.observations?.length ?? 0,
     },
   };
+}
+
+/** Completed, or completed and reaped to a tombstone. */
+function isFinished(recoveryPoint: string | null): boolean {
+  return recoveryPoint === 'completed' || recoveryPoint === 'expired';
+}
+
+/** Parked by the engine because it refused the provider's answer (see `ParkedKey`). */
+function isRefusedAnswer(local: LocalChargeRow): boolean {
+  return (
+    local.recoveryPoint === 'failed' &&
+    (local.lastError ?? '').startsWith(REFUSED_ANSWER_REASON_PREFIX)
+  );
+}
+
+/**
+ * One key, one charge: clients that saw outcomes of two different charges under the same key
+ * were charged twice for one operation (a retry after the key was forgotten, say), even when
+ * each charge has a provider key of its own.
+ */
+function duplicateOutcomes(observations: readonly ObservedResponse[]): Violation[] {
+  const idsByKey = new Map<string, { merchantId: string; key: string; ids: Set<string> }>();
+  for (const seen of observations) {
+    let id: unknown;
+    try {
+      id = (JSON.parse(seen.body) as { id?: unknown }).id;
+    } catch {
+      continue; // a hook's own rejection body: not the engine's to judge
+    }
+    if (typeof id !== 'string') continue;
+    const slot = `${seen.merchantId}\u0000${seen.key}`;
+    const entry = idsByKey.get(slot) ?? {
+      merchantId: seen.merchantId,
+      key: seen.key,
+      ids: new Set(),
+    };
+    entry.ids.add(id);
+    idsByKey.set(slot, entry);
+  }
+  return [...idsByKey.values()]
+    .filter((e) => e.ids.size > 1)
+    .map((e) => ({
+      kind: 'duplicate_outcome' as const,
+      merchantId: e.merchantId,
+      key: e.key,
+      chargeIds: [...e.ids],
+    }));
 }
 
 function checkAgainstProvider(

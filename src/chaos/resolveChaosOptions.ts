@@ -48,6 +48,58 @@ export type ChaosOptions = {
    */
   crashRate?: number;
   /**
+   * The chance that an attempt stalls for longer than its lease (a lease and up to half a lease
+   * more) at a random one of `STALL_POINTS`: a claim whose COMMIT is acknowledged late, a pause
+   * before the provider call, a completion held up after it. Meanwhile the background sweeper
+   * may take the key over.
+   * @defaultValue `0.02`
+   */
+  stallRate?: number;
+  /**
+   * The chance, per attempt, that the attempting process's wall clock (`Date.now`) steps an hour
+   * or a minute forwards or backwards, for the rest of the run.
+   * @defaultValue `0.005`
+   */
+  clockStepRate?: number;
+  /**
+   * After each operation a client reports settled, the chance that the fake provider goes down
+   * for `outageMs` (every charge and lookup answered 503), unless it is down already. Needs the
+   * built-in fake provider; ignored with `providerModule`.
+   * @defaultValue `0.002`
+   */
+  outageRate?: number;
+  /**
+   * How long an outage lasts: long enough that clients and the background sweeper use up their
+   * attempts against it.
+   * @defaultValue `3 * leaseMs`
+   */
+  outageMs?: number;
+  /**
+   * The engines' `retentionMs`: the background reaper turns completed keys older than this into
+   * tombstones while the clients still retry.
+   * @defaultValue `1_000`
+   */
+  retentionMs?: number;
+  /**
+   * The chance that a client whose operation settled comes back once more at the end of the run,
+   * after the reaper took its key: it must be refused (`IdempotencyKeyExpiredError`) or replayed,
+   * never charged again.
+   * @defaultValue `0.05`
+   */
+  lateRetryRate?: number;
+  /**
+   * How often the background sweeper and reaper run while the clients charge, in ms; `0` runs
+   * none (then only the final sweep finishes abandoned keys).
+   * @defaultValue `250`
+   */
+  sweepEveryMs?: number;
+  /**
+   * Connections of the harness's own pool (the background sweeper and reaper, in-process clients)
+   * and of each worker's: set it below `concurrency` to make attempts wait for connections.
+   * @defaultValue `concurrency + 2`
+   */
+  poolSize?: number;
+  /**
    * The chance that a client whose attempt failed (a crash, or a retryable error) walks away
    * instead of retrying, as a user closing the app would. The final sweep finishes those keys;
    * the client then comes back once and must be shown the stored outcome.
@@ -58,7 +110,7 @@ export type ChaosOptions = {
    * Fault rates of the fake provider server (see `FakeServerFault`); missing ones are `0` when
    * this is given.
    * @defaultValue hang 0.01, errorBeforeCharge 0.02, errorAfterCharge 0.02, resetAfterCharge
-   * 0.02, tooManyRequests 0.02, decline 0.1
+   * 0.02, tooManyRequests 0.02, decline 0.1, wrongAmount 0.002, malformed 0.002
    */
   providerFaults?: Partial<FakeServerRates>;
   /**
@@ -108,10 +160,15 @@ export type ChaosOptions = {
 
 /** Options with every default filled in and checked. */
 export type ResolvedChaosOptions = Required<
-  Omit<ChaosOptions, 'providerModule' | 'onProgress' | 'latencyMs' | 'providerFaults'>
+  Omit<
+    ChaosOptions,
+    'providerModule' | 'onProgress' | 'latencyMs' | 'providerFaults' | 'outageMs' | 'poolSize'
+  >
 > & {
   latencyMs: LatencyRange;
   providerFaults: FakeServerRates;
+  outageMs: number;
+  poolSize: number;
   providerModule: string | undefined;
   onProgress: (progress: ChaosProgress) => void;
 };
@@ -124,6 +181,8 @@ export const DEFAULT_PROVIDER_FAULTS: Readonly<FakeServerRates> = {
   resetAfterCharge: 0.02,
   tooManyRequests: 0.02,
   decline: 0.1,
+  wrongAmount: 0.002,
+  malformed: 0.002,
 };
 
 /**
@@ -144,6 +203,14 @@ export function resolveChaosOptions(options: ChaosOptions): ResolvedChaosOptions
     killRate: options.killRate ?? 0.01,
     crashRate: options.crashRate ?? 0.05,
     abandonRate: options.abandonRate ?? 0.05,
+    stallRate: options.stallRate ?? 0.02,
+    clockStepRate: options.clockStepRate ?? 0.005,
+    outageRate: options.outageRate ?? 0.002,
+    outageMs: options.outageMs ?? 3 * (options.leaseMs ?? 2_000),
+    retentionMs: options.retentionMs ?? 1_000,
+    lateRetryRate: options.lateRetryRate ?? 0.05,
+    sweepEveryMs: options.sweepEveryMs ?? 250,
+    poolSize: options.poolSize ?? (options.concurrency ?? 8) + 2,
     providerFaults: options.providerFaults
       ? { ...zeroFaults(), ...options.providerFaults }
       : { ...DEFAULT_PROVIDER_FAULTS },
@@ -169,6 +236,14 @@ export function resolveChaosOptions(options: ChaosOptions): ResolvedChaosOptions
   requireRate('killRate', resolved.killRate);
   requireRate('crashRate', resolved.crashRate);
   requireRate('abandonRate', resolved.abandonRate);
+  requireRate('stallRate', resolved.stallRate);
+  requireRate('clockStepRate', resolved.clockStepRate);
+  requireRate('outageRate', resolved.outageRate);
+  requireRate('lateRetryRate', resolved.lateRetryRate);
+  requireInteger('outageMs', resolved.outageMs, 0);
+  requireInteger('retentionMs', resolved.retentionMs, 1);
+  requireInteger('sweepEveryMs', resolved.sweepEveryMs, 0);
+  requireInteger('poolSize', resolved.poolSize, 1);
   for (const fault of FAKE_SERVER_FAULTS) {
     requireRate(`providerFaults.${fault}`, resolved.providerFaults[fault]);
   }

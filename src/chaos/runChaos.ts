@@ -21,10 +21,13 @@ import {
 } from './resolveChaosOptions.js';
 import { runOperations } from './runOperations.js';
 import { runWorkerFleet } from './runWorkerFleet.js';
-import { addSweep, sweepUntilIdle } from './sweepUntilIdle.js';
+import { addSweep, emptySweep, sweepUntilIdle } from './sweepUntilIdle.js';
+import { restoreWallClock } from './wallClock.js';
+import { PROVIDER_SILENT_REASON_PREFIX } from '../recovery/sweep.js';
+import type { ChargeEngine } from '../engine/createChargeEngine.js';
 
 /** Streams of the run's seed, one per use, so one use drawing more shifts no other. */
-const STREAM = { inProcess: 1, returning: 2, kills: 3 } as const;
+const STREAM = { inProcess: 1, returning: 2, kills: 3, outages: 4, late: 5 } as const;
 /** Past a lease's end, so PostgreSQL's clock has surely passed it too. */
 const LEASE_MARGIN_MS = 250;
 
@@ -55,9 +58,7 @@ const LEASE_MARGIN_MS = 250;
 export async function runChaos(options: ChaosOptions): Promise<ChaosReport> {
   const o = resolveChaosOptions(options);
   const startedAt = performance.now();
-  const pool = await createEnginePool(o.databaseUrl, {
-    maximumPoolSize: Math.max(10, o.concurrency + 2),
-  });
+  const pool = await createEnginePool(o.databaseUrl, { maximumPoolSize: o.poolSize });
   try {
     await migrate(pool, { schema: o.schema });
     const server = await startFakeProviderServer({
@@ -69,6 +70,7 @@ export async function runChaos(options: ChaosOptions): Promise<ChaosReport> {
     try {
       return await runAgainst(o, pool, server, startedAt);
     } finally {
+      restoreWallClock();
       await server.close();
     }
   } finally {
@@ -91,6 +93,11 @@ async function runAgainst(
   let kills = 0;
   let phase: ChaosProgress['phase'] = 'charging';
   const report = () => o.onProgress(tally.progress(phase, kills));
+  // Outages need the harness's own provider server; a user's module has its own failures.
+  const outages = seededRandom(mixSeed(o.seed, STREAM.outages));
+  let outageEndsAt = 0;
+  const lateRandom = seededRandom(mixSeed(o.seed, STREAM.late));
+  const lateVisits = new Set<number>();
   const sink = {
     attempt: (event: Parameters<typeof tally.sink.attempt>[0]) => {
       tally.sink.attempt(event);
@@ -98,6 +105,11 @@ async function runAgainst(
     },
     ended: (end: Parameters<typeof tally.sink.ended>[0]) => {
       tally.sink.ended(end);
+      if (end.result === 'settled' && lateRandom() < o.lateRetryRate) lateVisits.add(end.op);
+      if (!loaded.ledger && outages() < o.outageRate && performance.now() >= outageEndsAt) {
+        server.startOutage(o.outageMs);
+        outageEndsAt = performance.now() + o.outageMs;
+      }
       report();
     },
   };
@@ -110,49 +122,77 @@ async function runAgainst(
     providerTimeoutMs: o.providerTimeoutMs,
     maxClientAttempts: o.maxClientAttempts,
   };
+  const faultRates = {
+    crashRate: o.crashRate,
+    stallRate: o.stallRate,
+    clockStepRate: o.clockStepRate,
+    abandonRate: o.abandonRate,
+  };
   const everyOperation = Array.from({ length: o.charges }, (_, i) => i);
   let fleet = { processesKilled: 0, processesStarted: 0 };
+  // A sweeper and a reaper run while the clients charge: they take over keys whose lease ran
+  // out under a stalled attempt, and reap keys clients may still retry.
+  const recovery = createChargeEngine({
+    pool,
+    provider: loaded.provider,
+    schema: o.schema,
+    leaseMs: o.leaseMs,
+    providerTimeoutMs: o.providerTimeoutMs,
+    retentionMs: o.retentionMs,
+    // The fake provider's worst latency: a request in flight when a lease ended has landed.
+    sweepGraceMs: o.latencyMs.max,
+    onAbandoned: 'cancel',
+    // The default: during an outage it parks keys the provider cannot answer for; the harness
+    // requeues those afterwards, as a person would (see below).
+    maxAttempts: 5,
+  });
+  const background = runBackgroundRecovery(recovery, o.sweepEveryMs);
   report();
 
-  if (o.workers === 0) {
-    await runOperations(
-      {
-        ...client,
-        pool,
-        provider: loaded.provider,
-        crashRate: o.crashRate,
-        abandonRate: o.abandonRate,
-        random: seededRandom(mixSeed(o.seed, STREAM.inProcess)),
-      },
-      everyOperation,
-      sink,
-    );
-  } else {
-    fleet = await runWorkerFleet({
-      workers: o.workers,
-      killRate: o.killRate,
-      random: seededRandom(mixSeed(o.seed, STREAM.kills)),
-      plan: {
-        ...client,
-        databaseUrl: o.databaseUrl,
-        crashRate: o.crashRate,
-        abandonRate: o.abandonRate,
-        providerBaseUrl: server.url,
-        providerModuleUrl: moduleUrl ?? null,
-      },
-      operations: everyOperation,
-      sink,
-      onKill: () => {
-        kills += 1;
-        report();
-      },
-    });
+  try {
+    if (o.workers === 0) {
+      await runOperations(
+        {
+          ...client,
+          ...faultRates,
+          pool,
+          provider: loaded.provider,
+          random: seededRandom(mixSeed(o.seed, STREAM.inProcess)),
+        },
+        everyOperation,
+        sink,
+      );
+    } else {
+      fleet = await runWorkerFleet({
+        workers: o.workers,
+        killRate: o.killRate,
+        random: seededRandom(mixSeed(o.seed, STREAM.kills)),
+        plan: {
+          ...client,
+          ...faultRates,
+          databaseUrl: o.databaseUrl,
+          poolSize: o.poolSize,
+          providerBaseUrl: server.url,
+          providerModuleUrl: moduleUrl ?? null,
+        },
+        operations: everyOperation,
+        sink,
+        onKill: () => {
+          kills += 1;
+          report();
+        },
+      });
+    }
+  } finally {
+    await background.stop();
   }
+  restoreWallClock();
 
   // Every attempt has ended, but crashed and killed ones still hold their keys' leases.
   phase = 'sweeping';
   report();
-  await sleep(o.leaseMs + LEASE_MARGIN_MS);
+  // The provider is healthy again once its outage is over.
+  await sleep(Math.max(o.leaseMs + LEASE_MARGIN_MS, outageEndsAt - performance.now()));
   const sweeper = createChargeEngine({
     pool,
     provider: loaded.provider,
@@ -161,11 +201,16 @@ async function runAgainst(
     providerTimeoutMs: o.providerTimeoutMs,
     sweepGraceMs: 0,
     onAbandoned: 'cancel',
-    // The clients' own retries count as attempts too; parking a key for a person would leave it
-    // unfinished, and the run is about what the engine finishes by itself.
-    maxAttempts: Number.MAX_SAFE_INTEGER,
+    // The default: clients' retries through faults and outages count as attempts too, so most
+    // keys left here are past it. A sweeper must still ask the provider first and finish them;
+    // it parks only what the provider cannot answer for.
+    maxAttempts: 5,
   });
   const sweep = await sweepUntilIdle(sweeper);
+  // A person reads listStuck(): keys parked because the provider could not answer (an outage)
+  // go back to the sweeper now that it can; anything else parked stays for the reconciler.
+  const requeued = await requeueSilentProviderKeys(sweeper, chaosMerchants(runId));
+  if (requeued > 0) addSweep(sweep, await sweepUntilIdle(sweeper));
 
   // The clients that walked away or ran out of attempts come back once: each must now be
   // answered from the stored outcome (or, for a key released at `started`, charge afresh).
@@ -176,6 +221,8 @@ async function runAgainst(
     pool,
     provider: loaded.provider,
     crashRate: 0,
+    stallRate: 0,
+    clockStepRate: 0,
     abandonRate: 0,
     random: seededRandom(mixSeed(o.seed, STREAM.returning)),
   };
@@ -184,6 +231,24 @@ async function runAgainst(
     // Some gave up again (a provider that keeps failing): finish what they left behind.
     await sleep(o.leaseMs + LEASE_MARGIN_MS);
     addSweep(sweep, await sweepUntilIdle(sweeper));
+  }
+
+  // Some clients come back once more, after the reaper took their keys: refused or replayed,
+  // never charged again. What they see goes to the reconciler with everything else.
+  const late = { visits: lateVisits.size, expired: 0, replayed: 0 };
+  if (lateVisits.size > 0) {
+    await sleep(o.retentionMs + LEASE_MARGIN_MS);
+    await recovery.reap({ limit: Number.MAX_SAFE_INTEGER });
+    await runOperations(returning, [...lateVisits], {
+      attempt: (event) => {
+        if (event.kind === 'terminal' && event.status === 'expired') late.expired += 1;
+        else {
+          if (event.kind === 'outcome' && event.replayed) late.replayed += 1;
+          sink.attempt(event);
+        }
+      },
+      ended: () => {},
+    });
   }
 
   phase = 'reconciling';
@@ -219,7 +284,15 @@ async function runAgainst(
       concurrency: o.concurrency,
       killRate: o.workers === 0 ? 0 : o.killRate,
       crashRate: o.crashRate,
+      stallRate: o.stallRate,
+      clockStepRate: o.clockStepRate,
       abandonRate: o.abandonRate,
+      outageRate: loaded.ledger ? 0 : o.outageRate,
+      outageMs: o.outageMs,
+      retentionMs: o.retentionMs,
+      lateRetryRate: o.lateRetryRate,
+      sweepEveryMs: o.sweepEveryMs,
+      poolSize: o.poolSize,
       providerFaults: o.providerFaults,
       latencyMs: o.latencyMs,
       // JSON has no Infinity.
@@ -237,6 +310,9 @@ async function runAgainst(
     retries: counts.retries,
     retryableErrors: counts.retryableErrors,
     crashes: counts.crashes,
+    stalls: counts.stalls,
+    clockSteps: counts.clockSteps,
+    outages: { started: stats.outages, refusedRequests: stats.outageRefusals },
     processesKilled: fleet.processesKilled,
     processesStarted: fleet.processesStarted,
     providerFaults: stats.faults,
@@ -248,8 +324,57 @@ async function runAgainst(
       bySweep: sweep.adopted,
     },
     sweep,
+    requeued,
+    background: await background.stop(),
+    late,
+    parked: reconciled.parked,
     violations,
     unexpectedErrors: counts.unexpectedErrors,
     unsettled,
   };
+}
+
+/**
+ * Sweeps and reaps every `everyMs` until stopped; `stop()` waits for the pass in progress and
+ * returns the totals (and may be called again for them). A pass that fails (PostgreSQL busy)
+ * is counted and the loop goes on.
+ */
+function runBackgroundRecovery(engine: ChargeEngine, everyMs: number) {
+  const totals = { sweep: emptySweep(), reaped: 0, errors: 0 };
+  const stopping = new AbortController();
+  const loop = (async () => {
+    if (everyMs === 0) return;
+    while (!stopping.signal.aborted) {
+      try {
+        addSweep(totals.sweep, { ...(await engine.sweep({ limit: 100 })), passes: 1 });
+        totals.reaped += await engine.reap({ limit: 1_000 });
+      } catch {
+        totals.errors += 1;
+      }
+      await sleep(everyMs, undefined, { signal: stopping.signal }).catch(() => undefined);
+    }
+  })();
+  return {
+    stop: async () => {
+      stopping.abort();
+      await loop;
+      return totals;
+    },
+  };
+}
+
+/** Requeues this run's keys parked because the provider could not answer; returns how many. */
+async function requeueSilentProviderKeys(
+  engine: ChargeEngine,
+  merchantIds: readonly string[],
+): Promise<number> {
+  const ours = new Set(merchantIds);
+  const stuck = await engine.listStuck({ limit: 100_000 });
+  let requeued = 0;
+  for (const key of stuck) {
+    if (!ours.has(key.merchantId) || !key.reason.startsWith(PROVIDER_SILENT_REASON_PREFIX))
+      continue;
+    if (await engine.requeue({ merchantId: key.merchantId, key: key.key })) requeued += 1;
+  }
+  return requeued;
 }

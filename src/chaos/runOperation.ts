@@ -1,8 +1,12 @@
 import type { DatabasePool } from 'slonik';
 import { createChargeEngine } from '../engine/createChargeEngine.js';
 import {
+  ChargeNeedsAttentionError,
   ChargeOnceError,
+  IdempotencyKeyExpiredError,
   IdempotencyKeyInUseError,
+  ProviderAnswerInvalidError,
+  ProviderError,
   ProviderUnavailableError,
   SimulatedCrashError,
   StoreUnavailableError,
@@ -11,7 +15,8 @@ import type { PaymentProvider, ProviderCharge } from '../provider/PaymentProvide
 import type { CrashPoint } from '../engine/types.js';
 import type { ChaosOperation } from './chaosOperation.js';
 import { createCrashInjector } from './createCrashInjector.js';
-import type { OperationSink } from './OperationSink.js';
+import type { OperationSink, TerminalStatus } from './OperationSink.js';
+import { stepWallClock } from './wallClock.js';
 import { pause } from '../pause.js';
 
 /** What a chaos client needs to run operations. */
@@ -22,6 +27,10 @@ export type ClientSettings = {
   leaseMs: number;
   providerTimeoutMs: number;
   crashRate: number;
+  /** The chance an attempt stalls past its lease (see `ChaosOptions.stallRate`). */
+  stallRate: number;
+  /** The chance an attempt first steps this process's wall clock. */
+  clockStepRate: number;
   abandonRate: number;
   maxClientAttempts: number;
   random: () => number;
@@ -40,11 +49,21 @@ export async function runOperation(
   op: ChaosOperation,
   sink: OperationSink,
 ): Promise<void> {
-  const scoped = { op: op.index, merchantId: op.request.merchantId, key: op.key };
   let lastError: string | null = null;
   for (let attempt = 0; attempt < settings.maxClientAttempts; attempt++) {
     if (settings.signal?.aborted) return;
-    const drawn = createCrashInjector(settings.random, settings.crashRate);
+    const drawn = createCrashInjector(settings.random, settings);
+    const clockStepped = settings.random() < settings.clockStepRate;
+    if (clockStepped) {
+      stepWallClock(CLOCK_STEPS[Math.floor(settings.random() * CLOCK_STEPS.length)] ?? 0);
+    }
+    const scoped = {
+      op: op.index,
+      merchantId: op.request.merchantId,
+      key: op.key,
+      stalled: drawn.stall !== null,
+      clockStepped,
+    };
     const probe = probeLookups(settings.provider);
     const engine = createChargeEngine({
       pool: settings.pool,
@@ -70,6 +89,16 @@ export async function runOperation(
       return;
     } catch (error) {
       const retry = classify(error);
+      if (retry.kind === 'terminal') {
+        sink.attempt({ ...scoped, ...retry });
+        sink.ended({
+          op: op.index,
+          result: 'settled',
+          status: retry.status,
+          lastError: retry.code,
+        });
+        return;
+      }
       if (retry.kind === 'unexpected') {
         sink.attempt({ ...scoped, ...retry });
         sink.ended({ op: op.index, result: 'failed', status: null, lastError: retry.code });
@@ -94,7 +123,11 @@ type Classified =
       event: { kind: 'crash'; point: CrashPoint } | { kind: 'retryable'; code: string };
       retryAfterMs: number | null;
     }
+  | { kind: 'terminal'; status: TerminalStatus; code: string }
   | { kind: 'unexpected'; code: string; message: string };
+
+/** Wall-clock steps a client may make: an hour or a minute, either way. */
+const CLOCK_STEPS = [-3_600_000, -60_000, 60_000, 3_600_000] as const;
 
 /** The retryable outcomes of the issue: in use (409), provider or store unavailable (503), a crash. */
 function classify(error: unknown): Classified {
@@ -115,6 +148,18 @@ function classify(error: unknown): Classified {
       event: { kind: 'retryable', code: error.code },
       retryAfterMs: error.retryAfterMs,
     };
+  }
+  // The adapter refused an answer it could not parse: the key stays at `reserved`, and a retry
+  // asks the provider again.
+  if (error instanceof ProviderError) {
+    return { kind: 'retry', event: { kind: 'retryable', code: error.code }, retryAfterMs: null };
+  }
+  // The engine refused the provider's answer and parked the key: settled, for a person.
+  if (error instanceof ProviderAnswerInvalidError || error instanceof ChargeNeedsAttentionError) {
+    return { kind: 'terminal', status: 'parked', code: error.code };
+  }
+  if (error instanceof IdempotencyKeyExpiredError) {
+    return { kind: 'terminal', status: 'expired', code: error.code };
   }
   if (error instanceof ChargeOnceError) {
     return { kind: 'unexpected', code: error.code, message: error.message };

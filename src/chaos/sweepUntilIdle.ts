@@ -1,5 +1,5 @@
 import type { ChargeEngine } from '../engine/createChargeEngine.js';
-import type { SweepResult } from '../recovery/sweep.js';
+import { addSweepResult, emptySweepResult, type SweepResult } from '../recovery/sweep.js';
 
 /** A sweep's counts over all its passes. */
 export type SweepTotals = SweepResult & { passes: number };
@@ -26,26 +26,12 @@ export async function sweepUntilIdle(engine: ChargeEngine): Promise<SweepTotals>
 }
 
 export function emptySweep(): SweepTotals {
-  return {
-    passes: 0,
-    examined: 0,
-    adopted: 0,
-    cancelled: 0,
-    resumed: 0,
-    released: 0,
-    failed: 0,
-    skipped: 0,
-  };
+  return { ...emptySweepResult(), passes: 0 };
 }
 
 /** Adds a pass's (or another sweep's) counts into `total`. */
 export function addSweep(total: SweepTotals, more: SweepResult & { passes?: number }): void {
-  total.passes += more.passes ?? 0;
-  total.examined += more.examined;
-  total.adopted += more.adopted;
-  total.cancelled += more.cancelled;
-  total.resumed += more.resumed;
-  total.released += more.released;
-  total.failed += more.failed;
-  total.skipped += more.skipped;
+  const { passes = 0, ...counts } = more;
+  total.passes += passes;
+  addSweepResult(total, counts);
 }

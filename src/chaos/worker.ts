@@ -19,7 +19,7 @@ function send(message: FromWorker): void {
 }
 
 async function run(plan: WorkerPlan): Promise<void> {
-  pool = await createEnginePool(plan.databaseUrl, { maximumPoolSize: plan.concurrency + 2 });
+  pool = await createEnginePool(plan.databaseUrl, { maximumPoolSize: plan.poolSize });
   const { provider } = await loadChaosProvider(
     plan.providerModuleUrl ?? undefined,
     plan.providerBaseUrl,

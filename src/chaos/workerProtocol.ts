@@ -11,7 +11,10 @@ export type WorkerPlan = {
   generation: number;
   concurrency: number;
   crashRate: number;
+  stallRate: number;
+  clockStepRate: number;
   abandonRate: number;
+  poolSize: number;
   leaseMs: number;
   providerTimeoutMs: number;
   maxClientAttempts: number;

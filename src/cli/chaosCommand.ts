@@ -19,11 +19,26 @@ Options:
   --kill-rate P             per settled charge, chance a worker is SIGKILLed (default: 0.01)
   --crash-rate P            per attempt, chance of a crash at a random crash point (default: 0.05)
   --abandon-rate P          per failed attempt, chance its client walks away (default: 0.05)
+  --stall-rate P            per attempt, chance it stalls past its lease after the claim commit,
+                            before the provider call or after it (default: 0.02)
+  --clock-step-rate P       per attempt, chance its process's wall clock steps ±1 min or ±1 h
+                            first (default: 0.005)
+  --outage-rate P           per settled charge, chance the provider goes down (default: 0.002)
+  --outage-ms MS            how long an outage lasts (default: 3 × lease)
+  --retention-ms MS         engine retention: the background reaper reaps completed keys older
+                            than this while clients retry (default: 1000)
+  --late-retry-rate P       per settled charge, chance its client comes back after the reaper
+                            (default: 0.05)
+  --sweep-every-ms MS       background sweeper and reaper period; 0 for none (default: 250)
+  --pool-size N             connections per process; below --concurrency makes attempts wait
+                            for one (default: concurrency + 2)
   --hang-rate P             provider: hang without charging (default: 0.01)
   --error-rate P            provider: 5xx, half before and half after charging (default: 0.04)
   --reset-rate P            provider: charge, then reset the connection (default: 0.02)
   --rate-limit-rate P       provider: 429 (default: 0.02)
   --decline-rate P          provider: decline (default: 0.1)
+  --wrong-amount-rate P     provider: charge another amount than asked (default: 0.002)
+  --malformed-rate P        provider: answer a charge the port does not know (default: 0.002)
   --latency-ms MS           provider: latency drawn from [0, MS] (default: 20)
   --idempotency-window-ms MS  provider: how long it dedupes a key (default: for ever)
   --lease-ms MS             engine lease (default: 2000)
@@ -66,6 +81,16 @@ export async function chaosCommand(
       'reset-rate': { type: 'string' },
       'rate-limit-rate': { type: 'string' },
       'decline-rate': { type: 'string' },
+      'wrong-amount-rate': { type: 'string' },
+      'malformed-rate': { type: 'string' },
+      'stall-rate': { type: 'string' },
+      'clock-step-rate': { type: 'string' },
+      'outage-rate': { type: 'string' },
+      'outage-ms': { type: 'string' },
+      'retention-ms': { type: 'string' },
+      'late-retry-rate': { type: 'string' },
+      'sweep-every-ms': { type: 'string' },
+      'pool-size': { type: 'string' },
       'latency-ms': { type: 'string' },
       'idempotency-window-ms': { type: 'string' },
       'lease-ms': { type: 'string' },
@@ -94,6 +119,14 @@ export async function chaosCommand(
     ...defined('killRate', rate('kill-rate')),
     ...defined('crashRate', rate('crash-rate')),
     ...defined('abandonRate', rate('abandon-rate')),
+    ...defined('stallRate', rate('stall-rate')),
+    ...defined('clockStepRate', rate('clock-step-rate')),
+    ...defined('outageRate', rate('outage-rate')),
+    ...defined('outageMs', count('outage-ms')),
+    ...defined('retentionMs', count('retention-ms')),
+    ...defined('lateRetryRate', rate('late-retry-rate')),
+    ...defined('sweepEveryMs', count('sweep-every-ms')),
+    ...defined('poolSize', count('pool-size')),
     providerFaults: {
       hang: rate('hang-rate') ?? faults.hang,
       errorBeforeCharge: errorRate === undefined ? faults.errorBeforeCharge : errorRate / 2,
@@ -101,6 +134,8 @@ export async function chaosCommand(
       resetAfterCharge: rate('reset-rate') ?? faults.resetAfterCharge,
       tooManyRequests: rate('rate-limit-rate') ?? faults.tooManyRequests,
       decline: rate('decline-rate') ?? faults.decline,
+      wrongAmount: rate('wrong-amount-rate') ?? faults.wrongAmount,
+      malformed: rate('malformed-rate') ?? faults.malformed,
     },
     ...defined('latencyMs', count('latency-ms')),
     ...defined('idempotencyWindowMs', count('idempotency-window-ms')),

@@ -3,10 +3,12 @@ import type { PaymentProvider } from '../provider/PaymentProvider.js';
 import { addSweepResult, emptySweepResult } from '../recovery/sweep.js';
 import { loadProvider } from './loadProvider.js';
 
-/** Options shared by `sweep`, `reap` and `status`. */
+/** Options shared by `sweep`, `reap`, `status` and `requeue`. */
 export type RecoveryCommandOptions = {
   databaseUrl: string;
   schema?: string;
+  /** sweep, requeue: the operation whose keys it takes (the engine's default: `charge`). */
+  operation?: string;
   limit?: number;
   providerModule?: string;
   onAbandoned?: 'cancel' | 'complete';
@@ -35,6 +37,7 @@ export async function sweepCommand(options: RecoveryCommandOptions, print: Print
     provider,
     ...(hooks ? { hooks } : {}),
     ...(options.schema ? { schema: options.schema } : {}),
+    ...(options.operation ? { operation: options.operation } : {}),
     ...(options.onAbandoned ? { onAbandoned: options.onAbandoned } : {}),
     ...(options.graceMs === undefined ? {} : { sweepGraceMs: options.graceMs }),
     ...(options.maxAttempts === undefined ? {} : { maxAttempts: options.maxAttempts }),
@@ -69,8 +72,8 @@ export async function reapCommand(options: RecoveryCommandOptions, print: Print)
     ...(options.retentionMs === undefined ? {} : { retentionMs: options.retentionMs }),
   });
   try {
-    const deleted = await engine.reap({ limit: options.limit ?? Number.MAX_SAFE_INTEGER });
-    print(options.json ? JSON.stringify({ deleted }) : `deleted: ${deleted}`);
+    const reaped = await engine.reap({ limit: options.limit ?? Number.MAX_SAFE_INTEGER });
+    print(options.json ? JSON.stringify({ reaped }) : `reaped to tombstones: ${reaped}`);
   } finally {
     await engine.close();
   }
@@ -92,7 +95,7 @@ export async function statusCommand(options: RecoveryCommandOptions, print: Prin
     }
     const points = status.byRecoveryPoint;
     print(
-      `started: ${points.started}  reserved: ${points.reserved}  completed: ${points.completed}  failed: ${points.failed}`,
+      `started: ${points.started}  reserved: ${points.reserved}  completed: ${points.completed}  failed: ${points.failed}  expired: ${points.expired}`,
     );
     print(`abandoned (lease run out): ${status.abandoned}`);
     print(
@@ -103,6 +106,36 @@ export async function statusCommand(options: RecoveryCommandOptions, print: Prin
         `stuck: ${key.merchantId} ${key.operation} ${key.key} (charge ${key.chargeId}, ${key.attempts} attempts): ${key.reason}`,
       );
     }
+  } finally {
+    await engine.close();
+  }
+}
+
+/**
+ * `chargeonce requeue`: puts a key parked in `failed` back for the sweeper. Returns false when no
+ * parked key matched (the command then exits 1).
+ */
+export async function requeueCommand(
+  options: RecoveryCommandOptions,
+  target: { merchantId: string; key: string },
+  print: Print,
+): Promise<boolean> {
+  const engine = createChargeEngine({
+    pool: options.databaseUrl,
+    provider: noProvider,
+    ...(options.schema ? { schema: options.schema } : {}),
+    ...(options.operation ? { operation: options.operation } : {}),
+  });
+  try {
+    const requeued = await engine.requeue({
+      merchantId: target.merchantId,
+      key: target.key,
+      ...(options.operation ? { operation: options.operation } : {}),
+    });
+    const what = [target.merchantId, options.operation, target.key].filter(Boolean).join(' ');
+    if (options.json) print(JSON.stringify({ requeued }));
+    else print(requeued ? `requeued: ${what}` : `not requeued: no failed key ${what}`);
+    return requeued;
   } finally {
     await engine.close();
   }

@@ -23,6 +23,13 @@ export function renderChaosReport(report: ChaosReport): string[] {
     `retries ${report.retries}${nonEmpty(report.retryableErrors, (s) => ` (${s})`)}`,
   );
   row('crashes injected', report.crashes.total, list(report.crashes.byPoint));
+  row('stalls injected', report.stalls, 'attempts set to stall past their lease');
+  row('clock steps', report.clockSteps, 'wall clock stepped ±1 min or ±1 h');
+  row(
+    'provider outages',
+    report.outages.started,
+    `${report.outages.refusedRequests} requests refused, ${c.outageMs} ms each`,
+  );
   row('processes killed', report.processesKilled, `${report.processesStarted} started`);
   row('provider faults', sum(report.providerFaults), list(report.providerFaults));
   row('provider charges', report.providerCharges);
@@ -35,6 +42,19 @@ export function renderChaosReport(report: ChaosReport): string[] {
   row('clients gone', report.abandoned, 'walked away after a failure; came back after the sweep');
   const { passes, examined, ...sweep } = report.sweep;
   row('swept keys', examined, `${passes} passes: ${list(sweep)}`);
+  const { passes: bgPasses, examined: bgExamined, ...bgSweep } = report.background.sweep;
+  row(
+    'background sweeps',
+    bgExamined,
+    `${bgPasses} passes while charging: ${list(bgSweep)}; reaped ${report.background.reaped}`,
+  );
+  row(
+    'late retries',
+    report.late.visits,
+    `after the reaper: refused ${report.late.expired}, replayed ${report.late.replayed}`,
+  );
+  row('requeued keys', report.requeued, 'parked while the provider could not answer; finished');
+  row('parked keys', report.parked.length, 'provider answers refused, left to a person');
   row('violations', report.violations.length);
   lines.push('');
 
@@ -81,6 +101,8 @@ function describe(v: Violation): string {
       return `unfinished key ${v.merchantId} ${v.key} at ${v.recoveryPoint}`;
     case 'replay_mismatch':
       return `replay mismatch on ${v.merchantId} ${v.key}: ${v.detail}`;
+    case 'duplicate_outcome':
+      return `one key, several charges: ${v.merchantId} ${v.key} answered with ${v.chargeIds.join(', ')}`;
   }
 }
 

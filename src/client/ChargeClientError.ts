@@ -10,8 +10,9 @@ export type ChargeClientResponse = {
 
 /**
  * Why the client gave up:
- * - `charge_refused`: an answer that retrying cannot change (400, 401, 403, 404, 422, 500, a
- *   `reserve` hook's rejection, a cancelled charge, or any replayed outcome other than 2xx/402).
+ * - `charge_refused`: an answer that retrying cannot change (400, 401, 403, 404, 410, 422, 500,
+ *   a `reserve` hook's rejection, a cancelled charge, an expired key, a refused provider answer,
+ *   or any replayed outcome other than 2xx/402).
  * - `charge_retries_exhausted`: every failure was retryable, but `retries` or `maxElapsedMs` ran
  *   out (or a `Retry-After` pointed past `maxElapsedMs`).
  * - `charge_aborted`: the caller's signal aborted.

@@ -10,7 +10,7 @@ import {
 import {
   backoffDelay,
   isChargeOutcome,
-  isRetryableStatus,
+  isRetryableResponse,
   parseRetryAfter,
 } from './retryPolicy.js';
 import {
@@ -57,7 +57,8 @@ export type ChargeClient = {
   /**
    * Runs one charge operation: one key for all its attempts, so retries never charge twice.
    * Retries network errors, timeouts, 408, 409, 429, 502, 503 and 504, with exponential
-   * backoff and full jitter, waiting at least what `Retry-After` asks; never anything else.
+   * backoff and full jitter, waiting at least what `Retry-After` asks; never anything else, nor
+   * an answer whose code says a retry cannot change it (`provider_answer_invalid`).
    * Resolves with a 2xx or a 402 (a decline is an answer, not a failure).
    *
    * @throws {InvalidRequestError} the key is not 1–255 printable ASCII; nothing was sent.
@@ -137,7 +138,7 @@ export function createChargeClient(options: ChargeClientOptions): ChargeClient {
           };
         }
         // A replay is a stored outcome: it will be the same next time, whatever its status.
-        if (replayed || !isRetryableStatus(response.status)) {
+        if (replayed || !isRetryableResponse(response)) {
           throw new AbortError(fail('charge_refused'));
         }
         throw new RetryableFailure(response);

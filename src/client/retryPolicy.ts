@@ -1,3 +1,5 @@
+import type { ChargeOnceErrorCode } from '../errors.js';
+
 /**
  * What may differ next time: a request timeout (408), a key held by another attempt (409), rate
  * limiting (429), and a gateway or backend that is down or slow (502, 503, 504). Everything
@@ -5,9 +7,43 @@
  */
 const RETRYABLE_STATUSES = new Set([408, 409, 429, 502, 503, 504]);
 
+/**
+ * chargeonce's answers that a retry cannot change, whatever their status: a provider answer that
+ * was refused (502; the key is parked for a person) and a key whose stored response expired (410).
+ */
+const FINAL_ERROR_CODES: ReadonlySet<string> = new Set<ChargeOnceErrorCode>([
+  'provider_answer_invalid',
+  'idempotency_key_expired',
+]);
+
 /** True when a response with this status may be followed by a different one. */
 export function isRetryableStatus(status: number): boolean {
   return RETRYABLE_STATUSES.has(status);
+}
+
+/**
+ * True when a response may be followed by a different one: a retryable status, unless its body
+ * is a chargeonce error whose code says a retry would get the same answer.
+ */
+export function isRetryableResponse(response: { status: number; body: string }): boolean {
+  if (!isRetryableStatus(response.status)) return false;
+  const code = errorCodeOf(response.body);
+  return code === undefined || !FINAL_ERROR_CODES.has(code);
+}
+
+/** The `error.code` of a chargeonce error body (`{"error":{"code":…}}`), if it is one. */
+export function errorCodeOf(body: string): string | undefined {
+  let parsed: unknown;
+  try {
+    parsed = JSON.parse(body);
+  } catch {
+    return undefined;
+  }
+  const error: unknown =
+    typeof parsed === 'object' && parsed !== null ? (parsed as { error?: unknown }).error : null;
+  const code: unknown =
+    typeof error === 'object' && error !== null ? (error as { code?: unknown }).code : undefined;
+  return typeof code === 'string' ? code : undefined;
 }
 
 /** True for an answer the operation ends with: charged (2xx) or declined (402). */

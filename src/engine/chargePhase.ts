@@ -1,17 +1,21 @@
 import { sql, type DatabaseTransactionConnection } from 'slonik';
-import { ProviderError, ProviderUnavailableError, SimulatedCrashError } from '../errors.js';
 import {
-  ProviderTransientError,
-  type CreateChargeInput,
-  type ProviderCharge,
-} from '../provider/PaymentProvider.js';
+  ProviderAnswerInvalidError,
+  ProviderError,
+  ProviderUnavailableError,
+  SimulatedCrashError,
+} from '../errors.js';
+import { ProviderTransientError, type CreateChargeInput } from '../provider/PaymentProvider.js';
 import type { ChargeRequest } from '../request.js';
 import { completeKey, type CompletionInput } from '../store/completeKey.js';
+import { failKey } from '../store/failKey.js';
 import type { ScopedKey } from '../store/keyState.js';
 import { withStore } from '../store/storeErrors.js';
 import { callProvider } from './callProvider.js';
 import { chargeBody, HTTP_STATUS } from './chargeBody.js';
+import { checkProviderAnswer, REFUSED_ANSWER_REASON_PREFIX } from './checkProviderAnswer.js';
 import type { EngineEnv } from './engineEnv.js';
+import { coverProviderBudget, type LeasedKey } from './lease.js';
 import { leaseLost } from './leaseLost.js';
 import { releaseAfterFailure } from './releaseQuietly.js';
 import type { ChargeOutcome, CrashPoint } from './types.js';
@@ -20,9 +24,7 @@ import type { ChargeOutcome, CrashPoint } from './types.js';
 const PROVIDER_RETRY_AFTER_MS = 1_000;
 
 /** A charge whose key this attempt holds, at `reserved`. */
-export type OwnedCharge = {
-  scoped: ScopedKey;
-  lockToken: string;
+export type OwnedCharge = LeasedKey & {
   chargeId: string;
   providerKey: string;
   request: ChargeRequest;
@@ -48,6 +50,12 @@ export function crashPoint(env: EngineEnv, point: CrashPoint, scoped: ScopedKey)
   if (env.faults?.shouldCrash(point, scoped)) throw new SimulatedCrashError(point);
 }
 
+/** Holds the attempt at `point` while the fault injector stalls it (tests and chaos only). */
+export async function stallPoint(env: EngineEnv, point: CrashPoint, scoped: ScopedKey) {
+  const stalled = env.faults?.stall?.(point, scoped);
+  if (stalled) await stalled;
+}
+
 /**
  * The `reserved` phase: gets the provider's charge (adopting one an interrupted attempt made, or
  * making it), then records it and the response and completes the key in one commit.
@@ -62,10 +70,15 @@ export async function chargePhase(
   whenNotFound: WhenNotFound = 'create',
 ): Promise<ChargePhaseResult> {
   crashPoint(env, 'beforeProviderCall', charge.scoped);
+  await stallPoint(env, 'beforeProviderCall', charge.scoped);
   const found = await obtainProviderCharge(env, charge, whenNotFound);
   if (found === null) return cancelCharge(env, charge);
-  const { providerCharge, adopted } = found;
+  const checked = checkProviderAnswer(found.answer, charge.request);
+  if (!checked.ok) return parkRefusedAnswer(env, charge, checked.reason);
+  const providerCharge = checked.charge;
+  const { adopted } = found;
   crashPoint(env, 'afterProviderCall', charge.scoped);
+  await stallPoint(env, 'afterProviderCall', charge.scoped);
 
   const declineCode =
     providerCharge.status === 'declined' ? (providerCharge.declineCode ?? null) : null;
@@ -103,6 +116,28 @@ async function cancelCharge(env: EngineEnv, charge: OwnedCharge): Promise<Charge
     cancelHook && ((tx) => cancelHook(tx, hookContext(charge))),
   );
   return { outcome: outcomeOf(charge, completion), source: 'cancelled' };
+}
+
+/**
+ * A provider answer that cannot be recorded: money may have moved, but not as the request says
+ * (or the answer cannot tell). Parks the key in `failed` with the reason, fenced by the lock
+ * token, for a person to look at; never completes it.
+ */
+async function parkRefusedAnswer(
+  env: EngineEnv,
+  charge: OwnedCharge,
+  reason: string,
+): Promise<never> {
+  const pool = await env.pool();
+  const parked = await withStore(() =>
+    failKey(pool, env.tables, {
+      ...charge.scoped,
+      lockToken: charge.lockToken,
+      reason: `${REFUSED_ANSWER_REASON_PREFIX}${reason}`,
+    }),
+  );
+  if (!parked) throw leaseLost();
+  throw new ProviderAnswerInvalidError(reason);
 }
 
 function terminal(
@@ -205,21 +240,25 @@ async function obtainProviderCharge(
   env: EngineEnv,
   charge: OwnedCharge,
   whenNotFound: WhenNotFound,
-): Promise<{ providerCharge: ProviderCharge; adopted: boolean } | null> {
+): Promise<{ answer: unknown; adopted: boolean } | null> {
   const { provider } = env;
-  // One budget for the lookup and the charge together: an attempt never spends more than
-  // providerTimeoutMs at the provider, so it is done there before its lease can be taken.
-  const deadline = Date.now() + env.providerTimeoutMs;
-  const budget = () => deadline - Date.now();
+  // The lease must outlast the whole budget below: see coverProviderBudget.
+  await coverProviderBudget(env, charge);
+  // One budget for the lookup and the charge together, on the monotonic clock: an attempt never
+  // spends more than providerTimeoutMs at the provider, so it is done there before its lease
+  // can be taken, whatever the wall clock does.
+  const deadline = env.clock.now() + env.providerTimeoutMs;
+  const budget = () => deadline - env.clock.now();
   try {
     if (charge.providerMayHaveCharged) {
       // An earlier attempt got past `reserved` and may have charged before it died or lost the
       // answer. The provider's own dedupe window may have expired, so ask first and adopt.
-      const found = await callProvider(
+      // Anything but null is an answer, checked by the caller.
+      const found: unknown = await callProvider(
         (signal) => provider.findCharge(charge.providerKey, { signal }),
         budget(),
       );
-      if (found) return { providerCharge: found, adopted: true };
+      if (found !== null) return { answer: found, adopted: true };
     }
     if (whenNotFound === 'cancel') return null;
     const input: CreateChargeInput = {
@@ -232,11 +271,11 @@ async function obtainProviderCharge(
         : { description: charge.request.description }),
       ...(charge.request.metadata === undefined ? {} : { metadata: charge.request.metadata }),
     };
-    const created = await callProvider(
+    const created: unknown = await callProvider(
       (signal) => provider.createCharge(input, { signal }),
       budget(),
     );
-    return { providerCharge: created, adopted: false };
+    return { answer: created, adopted: false };
   } catch (error) {
     // Whether money moved is unknown. Keep `reserved`: the next attempt asks the provider.
     await releaseAfterFailure(env, charge, error);

@@ -1,6 +1,7 @@
 import { randomUUID } from 'node:crypto';
 import {
   ChargeNeedsAttentionError,
+  IdempotencyKeyExpiredError,
   IdempotencyKeyInUseError,
   IdempotencyKeyReusedError,
 } from '../errors.js';
@@ -10,6 +11,7 @@ import type { ScopedKey } from '../store/keyState.js';
 import { withStore } from '../store/storeErrors.js';
 import { takeOverKey } from '../store/takeOverKey.js';
 import type { EngineEnv } from './engineEnv.js';
+import type { HeldLease } from './lease.js';
 import { replayOf, retryAfterForLease } from './outcomes.js';
 import { runReserveHook } from './reserveHook.js';
 import type { ChargeOutcome } from './types.js';
@@ -21,6 +23,8 @@ export type OwnedKey = {
   providerKey: string;
   /** False only when no earlier attempt can have called the provider under this key. */
   providerMayHaveCharged: boolean;
+  /** The lease this attempt now holds. */
+  lease: HeldLease;
 };
 
 /** What the claim phase decided. */
@@ -35,6 +39,8 @@ export type ClaimStep =
  *
  * @throws {IdempotencyKeyReusedError} the key belongs to a different request.
  * @throws {IdempotencyKeyInUseError} another attempt holds the key.
+ * @throws {IdempotencyKeyExpiredError} the key completed and was reaped to a tombstone.
+ * @throws {ChargeNeedsAttentionError} the key is parked in `failed`.
  */
 export async function claimPhase(
   env: EngineEnv,
@@ -60,6 +66,8 @@ export async function claimPhase(
     description: v.request.description ?? null,
     metadata: v.request.metadata ?? null,
   };
+  // Read before the pool is even asked for a connection: the lease is measured from here.
+  const claimSentAt = env.clock.now();
   const pool = await env.pool();
   const reserveHook = reserve ? env.hooks.reserve : undefined;
   const result = await withStore(async () => {
@@ -89,6 +97,7 @@ export async function claimPhase(
           chargeId,
           providerKey,
           providerMayHaveCharged: false,
+          lease: { setAt: claimSentAt },
         },
       };
     case 'rejected':
@@ -103,10 +112,12 @@ export async function claimPhase(
   // The fingerprint check comes first: a different request never learns anything of the key.
   if (state.requestHash !== v.fingerprint) throw new IdempotencyKeyReusedError();
   if (state.recoveryPoint === 'completed') return { kind: 'response', outcome: replayOf(state) };
+  if (state.recoveryPoint === 'expired') throw new IdempotencyKeyExpiredError(state.chargeId);
   if (state.recoveryPoint === 'failed') throw new ChargeNeedsAttentionError();
   if (state.leaseHeld) {
     throw new IdempotencyKeyInUseError(retryAfterForLease(state.leaseRemainingMs));
   }
+  const takeOverSentAt = env.clock.now();
   const taken = await withStore(() =>
     takeOverKey(pool, env.tables, {
       ...scoped,
@@ -128,6 +139,7 @@ export async function claimPhase(
         deriveProviderKey(scoped.merchantId, scoped.operation, scoped.key, taken.chargeId),
       // At `started` no intent was written, so no attempt can have called the provider.
       providerMayHaveCharged: taken.recoveryPoint === 'reserved',
+      lease: { setAt: takeOverSentAt },
     },
   };
 }

@@ -15,8 +15,14 @@ import {
 } from '../recovery/sweep.js';
 import { listFailedKeys, type StuckKey } from '../store/listFailedKeys.js';
 import { readKeyStatus, type KeyStatus } from '../store/readKeyStatus.js';
+import { requeueKey } from '../store/requeueKey.js';
 import { runAttempt } from './runAttempt.js';
-import type { ChargeEngineOptions, ChargeOutcome, InProgressPolicy } from './types.js';
+import type {
+  ChargeEngineOptions,
+  ChargeOutcome,
+  InProgressPolicy,
+  MonotonicClock,
+} from './types.js';
 
 /** The engine: charges exactly once per key. */
 export type ChargeEngine = {
@@ -46,6 +52,14 @@ export type ChargeEngine = {
    * @throws {StoreUnavailableError} PostgreSQL is out of reach.
    */
   reap(options?: ReapOptions): Promise<number>;
+  /**
+   * Puts a key parked in `failed` back for the sweeper: its attempt count starts again and the
+   * next sweep (after `sweepGraceMs`) or a client retry asks the provider and finishes it. A key
+   * parked before its charge intent was written goes back to `started`. Returns false when no
+   * parked key matched.
+   * @throws {StoreUnavailableError} PostgreSQL is out of reach.
+   */
+  requeue(target: { merchantId: string; key: string; operation?: string }): Promise<boolean>;
   /** Keys parked in `failed` after `maxAttempts`, oldest first, with why. */
   listStuck(options?: { limit?: number }): Promise<StuckKey[]>;
   /** Keys per recovery point, abandoned keys, and the age of the oldest unfinished key. */
@@ -64,7 +78,11 @@ const DEFAULTS = {
   leaseMs: 30_000,
   providerTimeoutMs: 10_000,
   retentionMs: 72 * 3_600_000,
+  tombstoneRetentionMs: 30 * 24 * 3_600_000,
 } as const;
+
+/** performance.now(): monotonic, unmoved by wall-clock steps. */
+const MONOTONIC_CLOCK: MonotonicClock = { now: () => performance.now() };
 
 /** A lost race (the key vanished or was taken between two reads) is retried this many times. */
 const MAX_LOST_RACES = 5;
@@ -78,17 +96,37 @@ const MAX_LOST_RACES = 5;
 export function createChargeEngine(options: ChargeEngineOptions): ChargeEngine {
   const env = buildEnv(options);
   const recovery = recoverySettings(options, env.leaseMs);
+  // Concurrent calls share one resolution, so one pool is made. One that failed (PostgreSQL
+  // down) is forgotten: the next call tries again. Once closed, an engine that made its own pool
+  // makes no other (nobody would end it) and says so.
   let owned: Promise<{ pool: DatabasePool; owned: boolean }> | undefined;
-  const resolve = () => (owned ??= withStore(() => resolvePool(options.pool)));
+  let closed = false;
+  const resolve = () => {
+    if (closed && typeof options.pool === 'string') {
+      return Promise.reject(new InvalidConfigurationError('This engine was closed.'));
+    }
+    return (owned ??= withStore(() => resolvePool(options.pool)).catch((error: unknown) => {
+      owned = undefined;
+      throw error;
+    }));
+  };
   env.pool = async () => (await resolve()).pool;
 
   return {
     processCharge: async (key, request) => {
       const v = validateChargeRequest(key, request);
-      return processWithPolicy(() => attemptUntilSettled(env, v), env.inProgress);
+      return processWithPolicy(() => attemptUntilSettled(env, v), env.inProgress, env.clock);
     },
     sweep: (sweepOptions) => sweep(env, recovery, sweepOptions),
     reap: (reapOptions) => reap(env, reapOptions),
+    requeue: async (target) =>
+      withStore(async () =>
+        requeueKey(await env.pool(), env.tables, {
+          merchantId: target.merchantId,
+          key: target.key,
+          operation: target.operation ?? env.operation,
+        }),
+      ),
     listStuck: async (listOptions) =>
       withStore(async () =>
         listFailedKeys(await env.pool(), env.tables, listOptions?.limit ?? 100),
@@ -103,6 +141,7 @@ export function createChargeEngine(options: ChargeEngineOptions): ChargeEngine {
         loopOptions,
       ),
     close: async () => {
+      closed = true;
       if (!owned) return;
       // A pool that never came up has nothing to end.
       const resolved = await owned.catch(() => null);
@@ -127,15 +166,16 @@ async function attemptUntilSettled(
 async function processWithPolicy(
   attempt: () => Promise<ChargeOutcome>,
   policy: InProgressPolicy,
+  clock: MonotonicClock,
 ): Promise<ChargeOutcome> {
   if (policy === 'reject') return attempt();
-  const deadline = Date.now() + policy.waitMs;
+  const deadline = clock.now() + policy.waitMs;
   let pauseMs = 20;
   for (;;) {
     try {
       return await attempt();
     } catch (error) {
-      const left = deadline - Date.now();
+      const left = deadline - clock.now();
       if (!(error instanceof IdempotencyKeyInUseError) || left <= 0) throw error;
       await new Promise((resolve) => setTimeout(resolve, Math.min(pauseMs, left)));
       pauseMs = Math.min(pauseMs * 2, 250);
@@ -144,6 +184,19 @@ async function processWithPolicy(
 }
 
 function buildEnv(options: ChargeEngineOptions): EngineEnv {
+  if (typeof options !== 'object' || options === null) {
+    throw new InvalidConfigurationError('createChargeEngine needs options: { pool, provider }');
+  }
+  // Checked here, not at the first charge: JavaScript callers and loose casts get no compiler.
+  const { provider, pool } = options as Partial<ChargeEngineOptions>;
+  if (typeof provider?.createCharge !== 'function' || typeof provider.findCharge !== 'function') {
+    throw new InvalidConfigurationError(
+      'provider is required: a PaymentProvider with createCharge and findCharge functions',
+    );
+  }
+  if (!pool || (typeof pool !== 'string' && typeof pool.transaction !== 'function')) {
+    throw new InvalidConfigurationError('pool is required: a slonik pool or a connection string');
+  }
   const leaseMs = options.leaseMs ?? DEFAULTS.leaseMs;
   const providerTimeoutMs = options.providerTimeoutMs ?? DEFAULTS.providerTimeoutMs;
   const retentionMs = options.retentionMs ?? DEFAULTS.retentionMs;
@@ -157,6 +210,27 @@ function buildEnv(options: ChargeEngineOptions): EngineEnv {
       `providerTimeoutMs (${providerTimeoutMs}) must be less than leaseMs (${leaseMs}): an attempt must have stopped waiting on the provider before its lease can be taken over`,
     );
   }
+  const leaseMarginMs =
+    options.leaseMarginMs ?? Math.min(1_000, Math.floor((leaseMs - providerTimeoutMs) / 2));
+  if (!(Number.isInteger(leaseMarginMs) && leaseMarginMs >= 0)) {
+    throw new InvalidConfigurationError('leaseMarginMs must be a non-negative integer');
+  }
+  if (providerTimeoutMs + leaseMarginMs >= leaseMs) {
+    throw new InvalidConfigurationError(
+      `providerTimeoutMs + leaseMarginMs (${providerTimeoutMs} + ${leaseMarginMs}) must be less than leaseMs (${leaseMs}): an attempt calls the provider only while its lease outlasts both`,
+    );
+  }
+  const tombstoneRetentionMs = options.tombstoneRetentionMs ?? DEFAULTS.tombstoneRetentionMs;
+  requirePositiveInteger('tombstoneRetentionMs', tombstoneRetentionMs);
+  if (tombstoneRetentionMs <= retentionMs) {
+    throw new InvalidConfigurationError(
+      `tombstoneRetentionMs (${tombstoneRetentionMs}) must exceed retentionMs (${retentionMs}): a reaped key must stay refused for longer than it replayed`,
+    );
+  }
+  const clock = options.clock ?? MONOTONIC_CLOCK;
+  if (typeof clock?.now !== 'function') {
+    throw new InvalidConfigurationError('clock must have a now() function');
+  }
   if (typeof operation !== 'string' || !/^[a-z][a-z0-9_.-]{0,62}$/.test(operation)) {
     throw new InvalidConfigurationError('operation must be a short lower-case name, e.g. "charge"');
   }
@@ -165,8 +239,6 @@ function buildEnv(options: ChargeEngineOptions): EngineEnv {
       throw new InvalidConfigurationError('inProgress.waitMs must be a non-negative integer');
     }
   }
-  if (!options.provider) throw new InvalidConfigurationError('provider is required');
-  if (!options.pool) throw new InvalidConfigurationError('pool is required');
   return {
     pool: () => Promise.reject(new Error('pool not resolved')),
     tables: tablesIn(options.schema ?? DEFAULT_SCHEMA),
@@ -174,7 +246,10 @@ function buildEnv(options: ChargeEngineOptions): EngineEnv {
     operation,
     leaseMs,
     providerTimeoutMs,
+    leaseMarginMs,
     retentionMs,
+    tombstoneRetentionMs,
+    clock,
     inProgress,
     hooks: options.hooks ?? {},
     faults: options.faults,

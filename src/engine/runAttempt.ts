@@ -1,7 +1,7 @@
 import { randomUUID } from 'node:crypto';
 import type { ValidatedRequest } from '../request.js';
 import type { ScopedKey } from '../store/keyState.js';
-import { chargePhase, crashPoint } from './chargePhase.js';
+import { chargePhase, crashPoint, stallPoint } from './chargePhase.js';
 import { claimPhase, type OwnedKey } from './claimPhase.js';
 import type { EngineEnv } from './engineEnv.js';
 import { reservePhase } from './reservePhase.js';
@@ -39,6 +39,8 @@ export async function runAttempt(env: EngineEnv, v: ValidatedRequest): Promise<A
         // Without `separateClaim` the intent committed with the claim.
         if (claim.owned.point === 'reserved') crashPoint(env, 'afterReserveCommit', scoped);
       }
+      // A claim (or takeover) whose COMMIT was acknowledged late: the lease ran meanwhile.
+      await stallPoint(env, 'afterClaimCommit', scoped);
       return { kind: 'outcome', outcome: await runPhases(env, v, scoped, lockToken, claim.owned) };
   }
 }
@@ -56,6 +58,7 @@ async function runPhases(
     chargeId: owned.chargeId,
     providerKey: owned.providerKey,
     request: v.request,
+    lease: owned.lease,
   };
   let point = owned.point;
   let providerMayHaveCharged = owned.providerMayHaveCharged;

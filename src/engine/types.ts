@@ -90,7 +90,24 @@ export type FaultInjector = {
     point: CrashPoint,
     ctx: { merchantId: string; operation: string; key: string },
   ): boolean;
+  /**
+   * Stalls the attempt at `point` until the returned promise settles, as a commit held up by a
+   * synchronous standby, a slow hook or a paused process would: `afterClaimCommit` is a claim
+   * whose COMMIT was acknowledged late, `afterProviderCall` a completion that waits. Return
+   * `undefined` to go on at once.
+   */
+  stall?(
+    point: CrashPoint,
+    ctx: { merchantId: string; operation: string; key: string },
+  ): Promise<void> | undefined;
 };
+
+/**
+ * A monotonic clock in milliseconds (`performance.now()` by default): the engine measures leases
+ * and provider budgets on it, never on the wall clock, so a clock step cannot stretch them.
+ * Tests inject one to move time forward together with the leases they expire in SQL.
+ */
+export type MonotonicClock = { now(): number };
 
 /** What to do when another attempt holds the key. */
 export type InProgressPolicy = 'reject' | { waitMs: number };
@@ -125,10 +142,30 @@ export type ChargeEngineOptions = {
    */
   providerTimeoutMs?: number;
   /**
-   * How long the reaper keeps completed keys.
+   * What an attempt keeps in hand past the provider budget: it calls the provider only while its
+   * lease, measured from before the statement that set it was sent, outlasts
+   * `providerTimeoutMs + leaseMarginMs`; otherwise it renews the lease first (one fenced
+   * statement) or gives up. Covers the time between that check and the request leaving, and
+   * PostgreSQL's clock running a little fast against this process's.
+   * @defaultValue `min(1_000, (leaseMs - providerTimeoutMs) / 2)`, rounded down
+   */
+  leaseMarginMs?: number;
+  /**
+   * How long the reaper keeps completed keys with their stored response: a retry within it is
+   * replayed byte for byte.
    * @defaultValue `72 * 3600_000` (72 hours)
    */
   retentionMs?: number;
+  /**
+   * How long a reaped key stays as a tombstone (scope, key, fingerprint, charge id), counted from
+   * its completion: a retry within it is refused with `IdempotencyKeyExpiredError`, never charged
+   * again. Past it the key is forgotten and may be used afresh. Must exceed `retentionMs`; keep it
+   * longer than any client, queue or person could retry.
+   * @defaultValue `30 * 24 * 3600_000` (30 days)
+   */
+  tombstoneRetentionMs?: number;
+  /** The monotonic clock leases and provider budgets are measured on. */
+  clock?: MonotonicClock;
   /**
    * `'reject'` answers at once with `IdempotencyKeyInUseError`; `{ waitMs }` waits up to `waitMs`
    * for the running attempt's outcome first.
@@ -146,8 +183,10 @@ export type ChargeEngineOptions = {
    */
   sweepGraceMs?: number;
   /**
-   * Attempts (client retries and sweeps together) after which the sweeper parks a key in
-   * `failed` for a person instead of trying again.
+   * Attempts (client retries and sweeps together) after which the sweeper parks a key at
+   * `reserved` in `failed` for a person, when the provider still cannot say whether it charged.
+   * The sweeper always asks the provider first: a charge it finds is adopted whatever the count,
+   * and a key at `started` (nothing charged) is released, never parked.
    * @defaultValue `5`
    */
   maxAttempts?: number;

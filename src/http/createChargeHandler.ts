@@ -14,7 +14,8 @@ export type ChargeHandlerOptions = {
    * Says which merchant the request speaks for, from its credentials (a token, a client
    * certificate, a session). It runs before anything else is read, so a refused request
    * consumes no key. Return `null` (or `undefined`, or `''`) to answer 401; throw a
-   * `ChargeOnceError` to answer with its status and code; any other throw answers 500.
+   * `ChargeOnceError` (its code one of `CHARGE_ONCE_ERROR_CODES`) to answer with its status and
+   * code; any other throw answers 500.
    *
    * Required: there is no default, because any default would let a request charge for a
    * merchant nobody vouched for.
@@ -39,7 +40,8 @@ export type ChargeHandlerOptions = {
   wwwAuthenticate?: string;
   /**
    * Called with every error answered with a 5xx, for the operator's log: the answer itself says
-   * nothing of an unexpected error.
+   * nothing of an unexpected error. Should it throw (or reject), that goes to `console.error`
+   * and the answer is written all the same.
    * @defaultValue writes the error to `console.error`
    */
   onError?: (error: unknown, req: IncomingMessage) => void;
@@ -95,7 +97,9 @@ export function createChargeHandler(
       });
     }
     if (typeof merchantId !== 'string') {
-      throw new TypeError('authenticate must return a merchant id (a string) or null');
+      throw new InvalidConfigurationError(
+        'authenticate must return a merchant id (a string) or null',
+      );
     }
     const key = readIdempotencyKey(req, config.keyHeader);
     requireJson(req);
@@ -117,10 +121,35 @@ export function createChargeHandler(
       // The engine has finished whatever it started; there is just nobody left to tell.
       if (error instanceof ClientGoneError) return;
       answer = errorResponse(error, config.keyHeader);
-      if (answer.status >= 500) config.onError(error, req);
+      if (answer.status >= 500) report(config.onError, error, req);
     }
-    writeAnswer(res, answer);
+    try {
+      writeAnswer(res, answer);
+    } catch (error) {
+      // An answer node refuses to write (a stored status out of its range, say): a bare 500.
+      report(config.onError, error, req);
+      writeAnswer(res, errorResponse(error, config.keyHeader));
+    }
   };
+}
+
+/**
+ * Hands a 5xx error to `onError`. The handler never rejects, whatever `onError` does: a throw (or
+ * a rejection, from an async one) goes to `console.error` and the answer is written anyway.
+ */
+function report(
+  onError: (error: unknown, req: IncomingMessage) => void,
+  error: unknown,
+  req: IncomingMessage,
+): void {
+  const failed = (failure: unknown) =>
+    console.error('chargeonce: onError failed while reporting a 5xx', failure, error);
+  try {
+    const result: unknown = onError(error, req);
+    if (result instanceof Promise) result.catch(failed);
+  } catch (failure) {
+    failed(failure);
+  }
 }
 
 /** A body that says it is something else than JSON is refused; no `Content-Type` is let by. */

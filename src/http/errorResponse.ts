@@ -1,4 +1,9 @@
-import { ChargeOnceError, InvalidRequestError, type FieldIssue } from '../errors.js';
+import {
+  ChargeOnceError,
+  InvalidRequestError,
+  type ChargeOnceErrorCode,
+  type FieldIssue,
+} from '../errors.js';
 import { HttpEdgeError } from './HttpEdgeError.js';
 
 /** An answer to write: status, headers and the exact body text. */
@@ -15,10 +20,24 @@ const RETRY_AFTER_STATUSES = new Set([409, 429, 503]);
 const DEFAULT_RETRY_AFTER_MS = 1_000;
 
 /**
- * Codes of operator faults (a database from a newer version, a bad option, an injected crash):
- * their messages are for the operator's log, not for API clients.
+ * Codes of operator faults (a database from a newer version or never migrated, a bad option, an
+ * injected crash): their messages are for the operator's log, not for API clients.
  */
-const OPERATOR_FAULTS = new Set(['schema_version', 'invalid_configuration', 'simulated_crash']);
+const OPERATOR_FAULTS: ReadonlySet<ChargeOnceErrorCode> = new Set([
+  'schema_version',
+  'schema_not_migrated',
+  'invalid_configuration',
+  'simulated_crash',
+]);
+
+/**
+ * Answered by code, with the message said here: the error's own names what the operator needs
+ * (why the provider's answer was refused: its charge id, its amount), not the API client.
+ */
+const PUBLIC_MESSAGES: Partial<Record<ChargeOnceErrorCode, string>> = {
+  provider_answer_invalid:
+    "The payment provider's answer could not be accepted; the charge was set aside for review.",
+};
 
 /**
  * Maps an error to its answer: a `ChargeOnceError` by its `httpStatus` and `code`, anything
@@ -38,7 +57,10 @@ export function errorResponse(error: unknown, keyHeader: string): HttpAnswer {
     error instanceof InvalidRequestError ? renameFields(error.issues, keyHeader) : undefined;
   return answer(error.httpStatus, headers, {
     code: error.code,
-    message: error instanceof InvalidRequestError ? invalidMessage(fields ?? []) : error.message,
+    message:
+      error instanceof InvalidRequestError
+        ? invalidMessage(fields ?? [])
+        : (PUBLIC_MESSAGES[error.code] ?? error.message),
     ...(fields ? { fields } : {}),
   });
 }

@@ -1,4 +1,5 @@
 import type { IncomingMessage } from 'node:http';
+import { InvalidConfigurationError } from '../errors.js';
 import { HttpEdgeError } from './HttpEdgeError.js';
 
 /** The client went away before its body arrived: there is nobody left to answer. */
@@ -75,7 +76,7 @@ function fromPreRead(body: unknown, limitBytes: number): Buffer {
       ? Buffer.from(body, 'utf8')
       : null;
   if (bytes === null) {
-    throw new Error(
+    throw new InvalidConfigurationError(
       'The request body was parsed before the charge handler ran: mount the handler without a body parser (see createChargeHandler).',
     );
   }

@@ -16,7 +16,11 @@ export type FakeFault =
   /** Declines the charge (a real answer, not a failure). */
   | 'decline'
   /** Never answers until the caller's signal aborts. */
-  | 'hang';
+  | 'hang'
+  /** Charges another amount than asked (a buggy integration), and says so truthfully. */
+  | 'wrongAmount'
+  /** Charges as asked, then answers with a charge that does not fit the port (`status: 'ok'`). */
+  | 'malformed';
 
 /** One charge in the fake provider's ledger. */
 export type FakeLedgerEntry = ProviderCharge & { providerKey: string; customerId: string };
@@ -25,7 +29,12 @@ export type FakeLedgerEntry = ProviderCharge & { providerKey: string; customerId
 export type FakeProvider = PaymentProvider & {
   /** Queues faults for the next `createCharge` calls, in order. */
   failNext(...faults: FakeFault[]): void;
-  /** Drops the faults still queued. */
+  /**
+   * An outage: the next `calls` calls, `findCharge` and `createCharge` alike, fail transiently
+   * before doing anything.
+   */
+  outage(calls: number): void;
+  /** Drops the faults still queued and ends any outage. */
   clearFaults(): void;
   /** Forgets every idempotency key, as real providers do after their window (24 h at Stripe). */
   forgetIdempotencyKeys(): void;
@@ -61,13 +70,23 @@ export function createFakeProvider(options: FakeProviderOptions = {}): FakeProvi
   const ledger: FakeLedgerEntry[] = [];
   let idempotency = new Map<string, FakeLedgerEntry>();
   const faults: FakeFault[] = [];
+  let outageCalls = 0;
+  const duringOutage = () => {
+    if (outageCalls <= 0) return;
+    outageCalls -= 1;
+    throw new ProviderTransientError('http_503');
+  };
   const calls = { createCharge: 0, findCharge: 0 };
 
-  const charge = (input: CreateChargeInput, declined: boolean): FakeLedgerEntry => {
+  const charge = (
+    input: CreateChargeInput,
+    declined: boolean,
+    amountMinor = input.amountMinor,
+  ): FakeLedgerEntry => {
     const entry: FakeLedgerEntry = {
       id: `pch_${randomUUID().replaceAll('-', '')}`,
       status: declined ? 'declined' : 'succeeded',
-      amountMinor: input.amountMinor,
+      amountMinor,
       currency: input.currency,
       ...(declined ? { declineCode } : {}),
       providerKey: input.providerKey,
@@ -90,17 +109,26 @@ export function createFakeProvider(options: FakeProviderOptions = {}): FakeProvi
     calls,
     async createCharge(input: CreateChargeInput, opts: ProviderCallOptions) {
       calls.createCharge += 1;
+      duringOutage();
       const fault = faults.shift();
       await options.beforeAnswer?.('createCharge', input.providerKey);
       if (fault === 'hang') return hangUntilAborted(opts.signal);
       if (fault === 'failBeforeCharge') throw new ProviderTransientError('http_503');
       const existing = idempotency.get(input.providerKey);
-      const entry = existing ?? charge(input, fault === 'decline');
+      const entry =
+        existing ??
+        charge(
+          input,
+          fault === 'decline',
+          fault === 'wrongAmount' ? wrongAmount(input.amountMinor) : input.amountMinor,
+        );
       if (fault === 'failAfterCharge') throw new ProviderTransientError('reset_after_charge');
+      if (fault === 'malformed') return { ...publicView(entry), status: 'ok' } as never;
       return publicView(entry);
     },
     async findCharge(providerKey: string) {
       calls.findCharge += 1;
+      duringOutage();
       await options.beforeAnswer?.('findCharge', providerKey);
       // Searches the ledger itself, not the idempotency cache: it works after the window too.
       const entry = ledger.find((e) => e.providerKey === providerKey);
@@ -109,8 +137,12 @@ export function createFakeProvider(options: FakeProviderOptions = {}): FakeProvi
     failNext(...next: FakeFault[]) {
       faults.push(...next);
     },
+    outage(n: number) {
+      outageCalls = n;
+    },
     clearFaults() {
       faults.length = 0;
+      outageCalls = 0;
     },
     forgetIdempotencyKeys() {
       idempotency = new Map();
@@ -118,6 +150,11 @@ export function createFakeProvider(options: FakeProviderOptions = {}): FakeProvi
     ledger: () => ledger,
     chargesFor: (providerKey) => ledger.filter((e) => e.providerKey === providerKey).length,
   };
+}
+
+/** Another amount than asked, never zero. */
+export function wrongAmount(amountMinor: number): number {
+  return amountMinor > 1 ? amountMinor - 1 : amountMinor + 1;
 }
 
 function hangUntilAborted(signal: AbortSignal): Promise<never> {

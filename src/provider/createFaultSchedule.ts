@@ -9,6 +9,8 @@ export const FAKE_SERVER_FAULTS = [
   'resetAfterCharge',
   'tooManyRequests',
   'decline',
+  'wrongAmount',
+  'malformed',
 ] as const;
 
 /**
@@ -21,6 +23,9 @@ export const FAKE_SERVER_FAULTS = [
  * - `resetAfterCharge`: charges, then resets the connection without answering (ambiguous too).
  * - `tooManyRequests`: answers 429 with `Retry-After`, without charging.
  * - `decline`: a new charge is declined (a real answer, not a failure).
+ * - `wrongAmount`: charges another amount than asked (a buggy integration) and answers truthfully.
+ * - `malformed`: charges as asked, then answers with a charge whose `status` is not one the
+ *   port knows.
  */
 export type FakeServerFault = (typeof FAKE_SERVER_FAULTS)[number];
 
@@ -119,14 +124,7 @@ function lookupFault(fault: FakeServerFault | null): FakeServerFault | null {
 }
 
 function zeroRates(): FakeServerRates {
-  return {
-    hang: 0,
-    errorBeforeCharge: 0,
-    errorAfterCharge: 0,
-    resetAfterCharge: 0,
-    tooManyRequests: 0,
-    decline: 0,
-  };
+  return Object.fromEntries(FAKE_SERVER_FAULTS.map((f) => [f, 0])) as FakeServerRates;
 }
 
 function validateRates(rates: Record<string, unknown>): FakeServerRates {

@@ -3,6 +3,7 @@ import type { AddressInfo } from 'node:net';
 import { z } from 'zod';
 import { InvalidConfigurationError } from '../errors.js';
 import { canonicalJson } from '../request.js';
+import { wrongAmount } from './createFakeProvider.js';
 import {
   createFaultSchedule,
   FAKE_SERVER_FAULTS,
@@ -92,6 +93,9 @@ export type FakeServerStats = {
   charges: number;
   /** POSTs answered with the charge already remembered under their key. */
   replays: number;
+  /** Outages started, and the requests refused during them. */
+  outages: number;
+  outageRefusals: number;
 };
 
 /** A running fake provider; talk to it over HTTP at `url`, or control it in-process. */
@@ -115,6 +119,11 @@ export type FakeProviderServer = {
   failNext(...faults: FakeServerFault[]): void;
   /** Forgets every idempotency key now, as if the window had passed. The ledger stays. */
   forgetIdempotencyKeys(): void;
+  /**
+   * An outage: for the next `ms`, every charge and lookup is answered 503 before anything is
+   * charged or looked up.
+   */
+  startOutage(ms: number): void;
   /** Stops listening and ends every open connection, hung ones included. Safe to call twice. */
   close(): Promise<void>;
 };
@@ -161,6 +170,8 @@ export async function startFakeProviderServer(
   });
   const ledger = createProviderLedger(settings);
   const stats = emptyStats(settings.seed);
+  // performance.now() of the end of the current outage; none yet.
+  let outageUntil = -Infinity;
   const waits = createWaits();
 
   const server = createServer((req, res) => {
@@ -203,9 +214,12 @@ export async function startFakeProviderServer(
 
     const draw = schedule.next('charge');
     if (!(await waits.wait(draw.latencyMs))) return;
-    if (injectBeforeCharge(draw, req, res)) return;
+    if (refuseDuringOutage(res) || injectBeforeCharge(draw, req, res)) return;
 
-    const result = ledger.charge(key, body, canonicalJson(body), draw.fault === 'decline');
+    // A wrong amount is charged under the request's own fingerprint: a retry still dedupes.
+    const charged =
+      draw.fault === 'wrongAmount' ? { ...body, amountMinor: wrongAmount(body.amountMinor) } : body;
+    const result = ledger.charge(key, charged, canonicalJson(body), draw.fault === 'decline');
     if (result.kind === 'keyReused') {
       return refuse(
         res,
@@ -228,6 +242,11 @@ export async function startFakeProviderServer(
       req.socket.resetAndDestroy();
       return;
     }
+    if (draw.fault === 'wrongAmount' && result.kind === 'created') stats.faults.wrongAmount += 1;
+    if (draw.fault === 'malformed') {
+      stats.faults.malformed += 1;
+      return send(res, 200, { ...publicCharge(result.entry), status: 'ok' });
+    }
     return send(res, 200, publicCharge(result.entry));
   }
 
@@ -237,9 +256,17 @@ export async function startFakeProviderServer(
     const drawn = schedule.next('lookup');
     const draw = settings.faultLookups ? drawn : { ...drawn, fault: null };
     if (!(await waits.wait(draw.latencyMs))) return;
-    if (injectBeforeCharge(draw, req, res)) return;
+    if (refuseDuringOutage(res) || injectBeforeCharge(draw, req, res)) return;
     const found = ledger.find(key);
     return send(res, 200, { charge: found ? publicCharge(found) : null });
+  }
+
+  /** During an outage every charge and lookup is answered 503, before anything is done. */
+  function refuseDuringOutage(res: ServerResponse): boolean {
+    if (performance.now() >= outageUntil) return false;
+    stats.outageRefusals += 1;
+    refuse(res, 503, 'api_error', 'provider outage');
+    return true;
   }
 
   /** Injects the faults that happen before anything is charged; true if one did. */
@@ -262,6 +289,8 @@ export async function startFakeProviderServer(
       case 'errorAfterCharge':
       case 'resetAfterCharge':
       case 'decline':
+      case 'wrongAmount':
+      case 'malformed':
       case null:
         return false;
     }
@@ -300,6 +329,10 @@ export async function startFakeProviderServer(
     setRates: (rates) => schedule.setRates(rates),
     failNext: (...faults) => schedule.failNext(faults),
     forgetIdempotencyKeys: () => ledger.forget(),
+    startOutage: (ms) => {
+      outageUntil = Math.max(outageUntil, performance.now() + ms);
+      stats.outages += 1;
+    },
     close: () =>
       (closing ??= new Promise<void>((resolve) => {
         waits.cancelAll();
@@ -353,6 +386,8 @@ function emptyStats(seed: number): FakeServerStats {
     faults: faults as Record<FakeServerFault, number>,
     charges: 0,
     replays: 0,
+    outages: 0,
+    outageRefusals: 0,
   };
 }
 

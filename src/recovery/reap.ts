@@ -1,25 +1,27 @@
-import { reapCompletedKeys } from '../store/reapCompletedKeys.js';
+import { purgeTombstones, reapCompletedKeys } from '../store/reapCompletedKeys.js';
 import { withStore } from '../store/storeErrors.js';
 import type { EngineEnv } from '../engine/engineEnv.js';
 
 /** Options of one reaper pass. */
 export type ReapOptions = {
   /**
-   * The most keys this pass deletes.
+   * The most keys this pass reaps, and separately the most tombstones it deletes.
    * @defaultValue `10_000`
    */
   limit?: number;
   /**
-   * Keys deleted per statement: each batch is its own short transaction, so the reaper never
-   * holds locks for long and never blocks charges.
+   * Keys per statement: each batch is its own short transaction, so the reaper never holds locks
+   * for long and never blocks charges.
    * @defaultValue `1_000`
    */
   batchSize?: number;
 };
 
 /**
- * Deletes completed keys older than `retentionMs`, in batches, and returns how many. Never
- * deletes an unfinished key. Charge rows stay. Safe to run from many processes at once.
+ * Reaps completed keys older than `retentionMs` into tombstones (their stored response is
+ * dropped; a retry is refused with `IdempotencyKeyExpiredError`, never charged again), then
+ * deletes tombstones older than `tombstoneRetentionMs`, in batches. Returns how many keys it
+ * reaped. Never touches an unfinished key; charge rows stay. Safe to run from many processes.
  *
  * @throws {StoreUnavailableError} PostgreSQL is out of reach.
  */
@@ -27,14 +29,24 @@ export async function reap(env: EngineEnv, options: ReapOptions = {}): Promise<n
   const limit = options.limit ?? 10_000;
   const batchSize = Math.max(1, Math.min(options.batchSize ?? 1_000, limit));
   const pool = await env.pool();
-  let deleted = 0;
-  while (deleted < limit) {
-    const size = Math.min(batchSize, limit - deleted);
-    const batch = await withStore(() =>
-      reapCompletedKeys(pool, env.tables, { retentionMs: env.retentionMs, batchSize: size }),
-    );
-    deleted += batch;
-    if (batch < size) break;
-  }
-  return deleted;
+  const inBatches = async (batch: (size: number) => Promise<number>) => {
+    let done = 0;
+    while (done < limit) {
+      const size = Math.min(batchSize, limit - done);
+      const n = await withStore(() => batch(size));
+      done += n;
+      if (n < size) break;
+    }
+    return done;
+  };
+  const reaped = await inBatches((size) =>
+    reapCompletedKeys(pool, env.tables, { retentionMs: env.retentionMs, batchSize: size }),
+  );
+  await inBatches((size) =>
+    purgeTombstones(pool, env.tables, {
+      tombstoneRetentionMs: env.tombstoneRetentionMs,
+      batchSize: size,
+    }),
+  );
+  return reaped;
 }

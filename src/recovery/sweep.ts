@@ -1,10 +1,11 @@
 import {
   ChargeOnceError,
   IdempotencyKeyInUseError,
+  ProviderAnswerInvalidError,
   ProviderError,
   ProviderUnavailableError,
 } from '../errors.js';
-import { validateChargeRequest } from '../request.js';
+import { deriveProviderKey, validateChargeRequest } from '../request.js';
 import { deleteStartedKey } from '../store/deleteStartedKey.js';
 import { failKey } from '../store/failKey.js';
 import { pickAbandonedKeys, type AbandonedKey } from '../store/pickAbandonedKeys.js';
@@ -12,7 +13,6 @@ import { withStore } from '../store/storeErrors.js';
 import { chargePhase } from '../engine/chargePhase.js';
 import type { EngineEnv } from '../engine/engineEnv.js';
 import { errorText } from '../engine/releaseQuietly.js';
-import { deriveProviderKey } from '../request.js';
 
 /** Options of one sweep pass. */
 export type SweepOptions = {
@@ -40,20 +40,38 @@ export type SweepResult = {
   resumed: number;
   /** Keys at `started` (nothing reserved, nothing charged): deleted, so the key is free again. */
   released: number;
-  /** Keys past `maxAttempts`: parked in `failed` for a person. */
+  /**
+   * Parked in `failed` for a person: the provider still could not answer past `maxAttempts`, or
+   * answered with a charge that does not match the request, or the stored request is unreadable.
+   */
   failed: number;
   /** Keys this pass could not finish (provider unavailable, lease lost); a later pass retries. */
   skipped: number;
+  /**
+   * Keys whose finishing threw something unexpected (PostgreSQL went away mid-pass, say). The
+   * other keys of the pass were still finished; these keep the sweeper's lease until it runs
+   * out, then a later pass takes them again.
+   */
+  errored: number;
 };
 
 /** A result with every count at zero. */
 export function emptySweepResult(): SweepResult {
-  return { examined: 0, adopted: 0, cancelled: 0, resumed: 0, released: 0, failed: 0, skipped: 0 };
+  return {
+    examined: 0,
+    adopted: 0,
+    cancelled: 0,
+    resumed: 0,
+    released: 0,
+    failed: 0,
+    skipped: 0,
+    errored: 0,
+  };
 }
 
 /** Adds `pass` into `total`, count by count. */
 export function addSweepResult(total: SweepResult, pass: SweepResult): SweepResult {
-  for (const k of Object.keys(total) as Array<keyof SweepResult>) total[k] += pass[k];
+  for (const k of Object.keys(emptySweepResult()) as Array<keyof SweepResult>) total[k] += pass[k];
   return total;
 }
 
@@ -64,14 +82,20 @@ export type SweepSettings = {
   onAbandoned: 'cancel' | 'complete';
 };
 
-type KeyResult = Exclude<keyof SweepResult, 'examined'>;
+/** How the reason of a key parked because the provider could not answer begins. */
+export const PROVIDER_SILENT_REASON_PREFIX = 'the provider could not answer';
+
+type KeyResult = Exclude<keyof SweepResult, 'examined' | 'errored'>;
 
 /**
  * One recovery pass: takes abandoned keys (lease run out, no activity for `graceMs`) and finishes
- * each at its recovery point. Safe to run from any number of processes at once.
+ * each at its recovery point. At `reserved` it always asks the provider first and adopts what it
+ * finds, whatever the attempt count; it parks a key only when the provider still cannot answer
+ * after `maxAttempts`. A key at `started` has nothing charged: it is released, never parked.
+ * Safe to run from any number of processes at once.
  *
- * @throws {StoreUnavailableError} PostgreSQL is out of reach. Keys this pass already finished
- * stay finished; the others keep their lease until it runs out, then a later pass takes them.
+ * @throws {StoreUnavailableError} PostgreSQL is out of reach when picking keys. Once keys are
+ * picked, every one is tried; one that throws is counted in `errored`, not the whole pass.
  */
 export async function sweep(
   env: EngineEnv,
@@ -80,6 +104,8 @@ export async function sweep(
 ): Promise<SweepResult> {
   const limit = options.limit ?? 100;
   const concurrency = Math.max(1, options.concurrency ?? 8);
+  // Read before the pick is sent: each picked key's lease is measured from here.
+  const pickSentAt = env.clock.now();
   const pool = await env.pool();
   const keys = await withStore(() =>
     pickAbandonedKeys(pool, env.tables, {
@@ -94,7 +120,11 @@ export async function sweep(
   const worker = async () => {
     while (next < keys.length) {
       const key = keys[next++] as AbandonedKey;
-      result[await finishKey(env, settings, key)] += 1;
+      try {
+        result[await finishKey(env, settings, key, pickSentAt)] += 1;
+      } catch {
+        result.errored += 1;
+      }
     }
   };
   await Promise.all(Array.from({ length: Math.min(concurrency, keys.length) }, worker));
@@ -105,6 +135,7 @@ async function finishKey(
   env: EngineEnv,
   settings: SweepSettings,
   key: AbandonedKey,
+  pickSentAt: number,
 ): Promise<KeyResult> {
   const scoped = { merchantId: key.merchantId, operation: key.operation, key: key.key };
   const pool = await env.pool();
@@ -114,12 +145,8 @@ async function finishKey(
     );
     return parked ? 'failed' : 'skipped';
   };
-  if (key.attempts > settings.maxAttempts) {
-    return park(
-      `gave up after ${key.attempts - 1} attempts; last error: ${key.lastError ?? 'none recorded'}`,
-    );
-  }
   if (key.recoveryPoint === 'started') {
+    // Nothing reserved, nothing charged: free the key, however many attempts it had.
     const deleted = await withStore(() =>
       deleteStartedKey(pool, env.tables, { ...scoped, lockToken: key.lockToken }),
     );
@@ -138,6 +165,7 @@ async function finishKey(
       {
         scoped,
         lockToken: key.lockToken,
+        lease: { setAt: pickSentAt },
         chargeId: key.chargeId,
         providerKey:
           key.providerKey ??
@@ -156,14 +184,17 @@ async function finishKey(
         return 'resumed';
     }
   } catch (error) {
-    // The phase released the lease and noted why; the attempt counts toward maxAttempts.
-    if (
-      error instanceof ProviderUnavailableError ||
-      error instanceof ProviderError ||
-      error instanceof IdempotencyKeyInUseError
-    ) {
-      return 'skipped';
+    // The phase parked the key with the reason.
+    if (error instanceof ProviderAnswerInvalidError) return 'failed';
+    if (error instanceof ProviderUnavailableError || error instanceof ProviderError) {
+      // The provider could not say whether it charged; the phase released the lease and noted
+      // why. Only now does the attempt count matter: past it, a person takes over.
+      if (key.attempts <= settings.maxAttempts) return 'skipped';
+      return park(
+        `${PROVIDER_SILENT_REASON_PREFIX} after ${key.attempts} attempts; last error: ${errorText(error.cause ?? error)}`,
+      );
     }
+    if (error instanceof IdempotencyKeyInUseError) return 'skipped';
     if (error instanceof ChargeOnceError) throw error;
     // A hook threw: the phase rolled back and released the lease; a later pass retries.
     return 'skipped';

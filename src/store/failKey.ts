@@ -5,7 +5,8 @@ import type { Tables } from './tables.js';
 
 /**
  * Parks an unfinished key in `failed`, with the reason a person will read. Nothing retries it
- * automatically after this. Fenced by the lock token; returns false when the lease was lost.
+ * automatically after this (until `requeue`). Fenced by the lock token; returns false when the
+ * lease was lost.
  */
 export async function failKey(
   db: CommonQueryMethods,
@@ -20,7 +21,9 @@ export async function failKey(
       WHERE merchant_id = ${input.merchantId}
         AND operation = ${input.operation}
         AND key = ${input.key}
-        AND lock_token = ${input.lockToken}::uuid
+        -- The holder parks it, or anyone once it was released: a released key has nobody at
+        -- the provider. A key another attempt took over is left to that attempt.
+        AND (lock_token = ${input.lockToken}::uuid OR lock_token IS NULL)
         AND recovery_point IN ('started', 'reserved')
       RETURNING 1
     )

@@ -5,10 +5,11 @@ import type { Tables } from './tables.js';
 /** A key's identity: unique per merchant and operation. */
 export type ScopedKey = { merchantId: string; operation: string; key: string };
 
-export const RECOVERY_POINTS = ['started', 'reserved', 'completed', 'failed'] as const;
+export const RECOVERY_POINTS = ['started', 'reserved', 'completed', 'failed', 'expired'] as const;
 /**
  * Where an attempt resumes: each point is committed with the work of its phase. `failed` is
- * where the sweeper parks a key it gave up on after `maxAttempts`: it needs a person.
+ * where the sweeper parks a key it gave up on after `maxAttempts`: it needs a person. `expired`
+ * is a tombstone the reaper left of a completed key: its response is gone, a retry is refused.
  */
 export type RecoveryPoint = (typeof RECOVERY_POINTS)[number];
 

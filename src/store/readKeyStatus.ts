@@ -18,6 +18,7 @@ const statusRow = z.object({
   reserved: z.number().int(),
   completed: z.number().int(),
   failed: z.number().int(),
+  expired: z.number().int(),
   abandoned: z.number().int(),
   oldest_unfinished_ms: z.number().nullable(),
 });
@@ -30,6 +31,7 @@ export async function readKeyStatus(db: CommonQueryMethods, tables: Tables): Pro
       count(*) FILTER (WHERE recovery_point = 'reserved')::int4 AS reserved,
       count(*) FILTER (WHERE recovery_point = 'completed')::int4 AS completed,
       count(*) FILTER (WHERE recovery_point = 'failed')::int4 AS failed,
+      count(*) FILTER (WHERE recovery_point = 'expired')::int4 AS expired,
       count(*) FILTER (WHERE recovery_point IN ('started', 'reserved')
         AND (lock_token IS NULL OR locked_until <= now()))::int4 AS abandoned,
       (extract(epoch FROM now() - min(created_at)
@@ -42,6 +44,7 @@ export async function readKeyStatus(db: CommonQueryMethods, tables: Tables): Pro
       reserved: row.reserved,
       completed: row.completed,
       failed: row.failed,
+      expired: row.expired,
     },
     abandoned: row.abandoned,
     oldestUnfinishedMs: row.oldest_unfinished_ms,

@@ -16,6 +16,8 @@ export type LocalChargeRow = {
   recoveryPoint: string | null;
   responseStatus: number | null;
   responseBody: string | null;
+  /** Why the key was parked, for a key in `failed`. */
+  lastError: string | null;
 };
 
 const ledgerRow = z.object({
@@ -31,6 +33,7 @@ const ledgerRow = z.object({
   recovery_point: z.string().nullable(),
   response_status: z.number().nullable(),
   response_body: z.string().nullable(),
+  last_error: z.string().nullable(),
 });
 
 const keyOnlyRow = z.object({
@@ -56,7 +59,7 @@ export async function readLedgerRows(
   const rows = await db.any(sql.type(ledgerRow)`
     SELECT c.merchant_id, c.id::text AS charge_id, c.provider_key, c.provider_charge_id,
       c.status, c.amount_minor::float8 AS amount_minor, c.currency, k.key, k.operation, k.recovery_point,
-      k.response_status, k.response_body
+      k.response_status, k.response_body, k.last_error
     FROM ${tables.charges} c
     LEFT JOIN ${tables.keys} k ON k.merchant_id = c.merchant_id AND k.charge_id = c.id
     WHERE ${merchantFilter}`);
@@ -86,6 +89,7 @@ export async function readLedgerRows(
       recoveryPoint: r.recovery_point,
       responseStatus: r.response_status,
       responseBody: r.response_body,
+      lastError: r.last_error,
     })),
     keysWithoutCharge,
   };

@@ -2,17 +2,21 @@ import { z } from 'zod';
 import { sql, type CommonQueryMethods } from 'slonik';
 import type { Tables } from './tables.js';
 
+const countRow = z.object({ count: z.number().int() });
+
 /**
- * Deletes up to `batchSize` completed keys whose completion is older than `retentionMs`, in one
- * short statement. Unfinished keys are never touched; charge rows stay (keys point at charges,
- * not the other way round). SKIP LOCKED: a reaper never waits on a row someone else holds.
+ * Turns up to `batchSize` completed keys whose completion is older than `retentionMs` into
+ * tombstones, in one short statement: the stored request and response are dropped, the scope,
+ * key, fingerprint, charge id and completion time stay (`expired`), so a late retry is refused
+ * rather than charged again. Unfinished keys are never touched; charge rows stay. SKIP LOCKED: a
+ * reaper never waits on a row someone else holds.
  */
 export async function reapCompletedKeys(
   db: CommonQueryMethods,
   tables: Tables,
   options: { retentionMs: number; batchSize: number },
 ): Promise<number> {
-  return db.oneFirst(sql.type(z.object({ deleted: z.number().int() }))`
+  return db.oneFirst(sql.type(countRow)`
     WITH old AS (
       SELECT merchant_id, operation, key
       FROM ${tables.keys}
@@ -21,12 +25,42 @@ export async function reapCompletedKeys(
       ORDER BY completed_at
       LIMIT ${options.batchSize}
       FOR UPDATE SKIP LOCKED
-    ), deleted AS (
-      DELETE FROM ${tables.keys} k
-      USING old
+    ), reaped AS (
+      UPDATE ${tables.keys} k
+      SET recovery_point = 'expired', request = '', response_status = NULL,
+        response_body = NULL, last_error = NULL, updated_at = now()
+      FROM old
       WHERE k.merchant_id = old.merchant_id AND k.operation = old.operation AND k.key = old.key
         AND k.recovery_point = 'completed'
       RETURNING 1
     )
-    SELECT count(*)::int4 AS deleted FROM deleted`);
+    SELECT count(*)::int4 AS count FROM reaped`);
+}
+
+/**
+ * Deletes up to `batchSize` tombstones whose key completed more than `tombstoneRetentionMs` ago:
+ * past that window the key is forgotten and may be used afresh.
+ */
+export async function purgeTombstones(
+  db: CommonQueryMethods,
+  tables: Tables,
+  options: { tombstoneRetentionMs: number; batchSize: number },
+): Promise<number> {
+  return db.oneFirst(sql.type(countRow)`
+    WITH old AS (
+      SELECT merchant_id, operation, key
+      FROM ${tables.keys}
+      WHERE recovery_point = 'expired'
+        AND completed_at < now() - ${options.tombstoneRetentionMs}::float8 * interval '1 millisecond'
+      ORDER BY completed_at
+      LIMIT ${options.batchSize}
+      FOR UPDATE SKIP LOCKED
+    ), purged AS (
+      DELETE FROM ${tables.keys} k
+      USING old
+      WHERE k.merchant_id = old.merchant_id AND k.operation = old.operation AND k.key = old.key
+        AND k.recovery_point = 'expired'
+      RETURNING 1
+    )
+    SELECT count(*)::int4 AS count FROM purged`);
 }

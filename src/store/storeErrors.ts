@@ -4,7 +4,8 @@ import {
   ConnectionError,
   StatementTimeoutError,
 } from 'slonik';
-import { ChargeOnceError, StoreUnavailableError } from '../errors.js';
+import { ChargeOnceError, SchemaNotMigratedError, StoreUnavailableError } from '../errors.js';
+import { tablesIn } from './tables.js';
 
 // The one place where PostgreSQL and driver failures are classified.
 
@@ -29,6 +30,54 @@ const UNAVAILABLE_ERRNO = new Set([
   'EPIPE',
   'ENOTFOUND',
 ]);
+
+/**
+ * The names of chargeonce's own tables and functions (without their schema): a missing one of
+ * these means the schema was not migrated. A missing object of anyone else's (a hook's SQL, say)
+ * is that code's own error and passes through.
+ */
+const OWN_OBJECTS: ReadonlySet<string> = new Set(
+  Object.values(tablesIn()).flatMap((value) =>
+    typeof value === 'object' && 'names' in value ? value.names.slice(-1) : [],
+  ),
+);
+
+/** A name as PostgreSQL prints it in a message: bare, or in double quotes. */
+const NAME = String.raw`"?([^".()\s]+)"?`;
+
+/**
+ * What PostgreSQL says when an unmigrated schema is used: `schema "x" does not exist` (3F000,
+ * calling a function in a schema that is not there), `relation "x.t" does not exist` (42P01) and
+ * `function x.f(…) does not exist` (42883). The capture groups are the schema and the object.
+ */
+const MISSING_OBJECT: Readonly<Record<string, RegExp>> = {
+  '3F000': new RegExp(`^schema ${NAME} does not exist`),
+  '42P01': new RegExp(`^relation "(?:([^".]+)\\.)?([^".]+)" does not exist`),
+  '42883': new RegExp(`^function (?:${NAME}\\.)?${NAME}\\(`),
+};
+
+function messageOf(error: unknown): string {
+  return error instanceof Error ? error.message : '';
+}
+
+/**
+ * The schema chargeonce's missing objects were looked for in, when the error says that the schema
+ * was not migrated: `{ schema }` (`undefined` when unnamed), else null.
+ */
+export function missingSchemaOf(error: unknown): { schema: string | undefined } | null {
+  for (let e: unknown = error, depth = 0; e !== undefined && depth < 5; e = causeOf(e), depth++) {
+    const code = codeOf(e);
+    const pattern = code === undefined ? undefined : MISSING_OBJECT[code];
+    const match = pattern?.exec(messageOf(e));
+    if (!match) continue;
+    // 3F000 names only the schema, not what was looked for in it. chargeonce's own statements
+    // meet it when they call its functions in a schema that is not there (its tables give
+    // 42P01); a hook's SQL naming a missing schema would be reported so too, its cause intact.
+    if (code === '3F000') return { schema: match[1] };
+    if (match[2] !== undefined && OWN_OBJECTS.has(match[2])) return { schema: match[1] };
+  }
+  return null;
+}
 
 function codeOf(error: unknown): string | undefined {
   if (typeof error === 'object' && error !== null && 'code' in error) {
@@ -75,6 +124,8 @@ export function isStoreUnavailable(error: unknown): boolean {
 
 /**
  * Maps a failure from the store to the error chargeonce throws; its own errors pass through.
+ * chargeonce's tables or functions missing (SQLSTATE 3F000, 42P01, 42883) is
+ * `SchemaNotMigratedError`.
  * A serialization failure or deadlock that outlived slonik's own retries is transient too: the
  * work rolled back, and the caller may retry with the same key.
  */
@@ -83,10 +134,15 @@ export function toStoreError(error: unknown): unknown {
   if (isStoreUnavailable(error) || isRetryableStoreError(error)) {
     return new StoreUnavailableError({ cause: error });
   }
+  const missing = missingSchemaOf(error);
+  if (missing) return new SchemaNotMigratedError(missing.schema, { cause: error });
   return error;
 }
 
-/** Runs one store operation, translating connection loss into `StoreUnavailableError`. */
+/**
+ * Runs one store operation, translating connection loss into `StoreUnavailableError` and an
+ * unmigrated schema into `SchemaNotMigratedError`.
+ */
 export async function withStore<T>(operation: () => Promise<T>): Promise<T> {
   try {
     return await operation();

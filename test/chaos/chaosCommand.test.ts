@@ -55,6 +55,9 @@ describe('chargeonce chaos', { timeout: 120_000 }, () => {
       '0.1',
       '--idempotency-window-ms',
       '0',
+      // No background sweeper: clients' own retries are what charge twice here.
+      '--sweep-every-ms',
+      '0',
       '--provider',
       'test/fixtures/forgetfulProvider.ts',
       '--seed',

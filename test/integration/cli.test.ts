@@ -5,6 +5,7 @@ import { sql } from 'slonik';
 import { z } from 'zod';
 import { createTestDatabase, type TestDatabase } from '../support/testDatabase.js';
 import { aRequest, seedAbandonedKeys } from '../support/charges.js';
+import { closedPortUrl } from '../support/closedPortUrl.js';
 
 const run = promisify(execFile);
 let db: TestDatabase;
@@ -48,11 +49,13 @@ describe('chargeonce command', () => {
       UPDATE ${db.tables.keys} SET completed_at = now() - interval '100 hours'
       WHERE merchant_id = 'm_cli'`);
     const reaped = await cli('reap', '--database-url', db.url, '--json');
-    expect(JSON.parse(reaped.stdout)).toEqual({ deleted: 4 });
+    expect(JSON.parse(reaped.stdout)).toEqual({ reaped: 4 });
 
+    // Tombstones stay, so a late retry is refused rather than charged again.
     const left = await db.pool.oneFirst(sql.type(z.object({ n: z.number() }))`
-      SELECT count(*)::int4 AS n FROM ${db.tables.keys} WHERE merchant_id = 'm_cli'`);
-    expect(left).toBe(0);
+      SELECT count(*)::int4 AS n FROM ${db.tables.keys}
+      WHERE merchant_id = 'm_cli' AND recovery_point = 'expired'`);
+    expect(left).toBe(4);
     const human = await cli('status', '--database-url', db.url);
     expect(human.stdout).toContain('abandoned (lease run out): 0');
   });
@@ -68,5 +71,97 @@ describe('chargeonce command', () => {
       code: number;
     };
     expect(unknown.code).toBe(2);
+  });
+
+  it('sweeps the keys of the operation named by --operation, and only those', async () => {
+    const merchantId = 'm_cli_refund';
+    await seedAbandonedKeys(db.pool, db.tables, 3, aRequest({ merchantId }), 'refund');
+    const sweep = (...extra: string[]) =>
+      cli(
+        'sweep',
+        '--database-url',
+        db.url,
+        '--provider',
+        'test/fixtures/emptyProvider.mjs',
+        '--grace-ms',
+        '0',
+        '--json',
+        ...extra,
+      );
+
+    const charges = JSON.parse((await sweep()).stdout) as { examined: number };
+    const refunds = JSON.parse((await sweep('--operation', 'refund')).stdout) as object;
+
+    expect(charges.examined).toBe(0);
+    expect(refunds).toMatchObject({ examined: 3, cancelled: 3 });
+    const left = await db.pool.oneFirst(sql.type(z.object({ n: z.number() }))`
+      SELECT count(*)::int4 AS n FROM ${db.tables.keys}
+      WHERE merchant_id = ${merchantId} AND recovery_point IN ('started', 'reserved')`);
+    expect(left).toBe(0);
+  });
+
+  it('refuses --operation where it would change nothing (reap and status cover every operation)', async () => {
+    const error = (await cli('reap', '--database-url', db.url, '--operation', 'refund').catch(
+      (e: unknown) => e,
+    )) as { code: number; stderr: string };
+    expect(error.code).toBe(1);
+    expect(error.stderr).toContain('--operation');
+  });
+
+  it('requeues a failed key with requeue --merchant --key [--operation]; exit 1 when none matched', async () => {
+    const merchantId = 'm_cli_requeue';
+    const [parked] = await seedAbandonedKeys(
+      db.pool,
+      db.tables,
+      1,
+      aRequest({ merchantId }),
+      'refund',
+    );
+    await db.pool.query(sql.unsafe`
+      UPDATE ${db.tables.keys} SET recovery_point = 'failed', lock_token = NULL, locked_until = NULL,
+        last_error = 'provider kept failing'
+      WHERE merchant_id = ${merchantId}`);
+    const requeue = (...extra: string[]) =>
+      cli(
+        'requeue',
+        '--database-url',
+        db.url,
+        '--merchant',
+        merchantId,
+        '--key',
+        parked!.key,
+        ...extra,
+      );
+
+    const wrongOperation = (await requeue().catch((e: unknown) => e)) as {
+      code: number;
+      stdout: string;
+    };
+    const requeued = await requeue('--operation', 'refund');
+    const again = (await requeue('--operation', 'refund').catch((e: unknown) => e)) as {
+      code: number;
+      stdout: string;
+    };
+
+    expect(wrongOperation.code).toBe(1);
+    expect(wrongOperation.stdout).toContain('not requeued');
+    expect(requeued.stdout.trim()).toBe(`requeued: ${merchantId} refund ${parked!.key}`);
+    expect(again.code).toBe(1);
+    const point = await db.pool.oneFirst(sql.type(z.object({ recovery_point: z.string() }))`
+      SELECT recovery_point FROM ${db.tables.keys} WHERE merchant_id = ${merchantId}`);
+    expect(point).toBe('reserved');
+  });
+
+  it('prints the cause of an error: an unreachable database says what refused it', async () => {
+    const url = await closedPortUrl();
+    const error = (await cli('status', '--database-url', url).catch((e: unknown) => e)) as {
+      code: number;
+      stderr: string;
+    };
+
+    expect(error.code).toBe(1);
+    expect(error.stderr).toContain('store_unavailable');
+    expect(error.stderr).toMatch(/caused by: .*ECONNREFUSED/);
+    expect(error.stderr).toContain(new URL(url).port);
   });
 });

@@ -339,7 +339,7 @@ describe('charge handler: authentication', () => {
     const down = await serve(engine, {
       onError,
       authenticate: () => {
-        throw new ChargeOnceError('auth_unavailable', 503, 'The identity service is unavailable.');
+        throw new ChargeOnceError('store_unavailable', 503, 'The identity service is unavailable.');
       },
     });
     const broken = await serve(engine, {
@@ -350,7 +350,7 @@ describe('charge handler: authentication', () => {
     const unavailable = await charge(down, aKey());
     const failed = await charge(broken, aKey());
 
-    expectError(unavailable, 503, 'auth_unavailable');
+    expectError(unavailable, 503, 'store_unavailable');
     expect(unavailable.headers['retry-after']).toBe('1');
     expectError(failed, 500, 'internal_error');
     expect(failed.text).not.toContain('exploded');
@@ -486,5 +486,44 @@ describe('charge handler: engine errors', () => {
       error: { code: 'internal_error', message: 'Internal server error.' },
     });
     expect(onError).toHaveBeenCalledWith(secret, expect.anything());
+  });
+
+  it('still answers, and never rejects, when onError throws or rejects', async () => {
+    const consoleError = vi.spyOn(console, 'error').mockImplementation(() => {});
+    const engine = { processCharge: () => Promise.reject(new Error('engine exploded')) };
+    const thrown = new Error('log shipper down');
+    const rejected = new Error('async log shipper down');
+    const failing: Array<() => void> = [
+      () => {
+        throw thrown;
+      },
+      // An async onError: its rejection must not become an unhandled one.
+      () => Promise.reject(rejected),
+    ];
+    try {
+      for (const onError of failing) {
+        const handler = createChargeHandler(engine, { authenticate, onError });
+        const settled: Promise<unknown>[] = [];
+        const server = await listen((req, res) => {
+          settled.push(
+            handler(req, res).then(
+              () => 'resolved',
+              (e: unknown) => e,
+            ),
+          );
+        });
+        servers.push(server);
+
+        const answered = charge(`${server.url}/charges`, aKey());
+        await waitFor(() => Promise.resolve(settled.length === 1));
+
+        expect(await settled[0]).toBe('resolved');
+        expectError(await answered, 500, 'internal_error');
+      }
+      await waitFor(() => Promise.resolve(consoleError.mock.calls.length === 2));
+      expect(consoleError.mock.calls.map((call): unknown => call[1])).toEqual([thrown, rejected]);
+    } finally {
+      consoleError.mockRestore();
+    }
   });
 });

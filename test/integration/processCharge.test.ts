@@ -205,4 +205,22 @@ describe('createChargeEngine', () => {
       createChargeEngine({ pool: db.pool, provider, inProgress: { waitMs: -1 } }),
     ).toThrow(InvalidConfigurationError);
   });
+
+  it('refuses missing options, a provider that is not one and a missing pool, at once', () => {
+    type Options = Parameters<typeof createChargeEngine>[0];
+    const make = (options: unknown) => () => createChargeEngine(options as Options);
+    const provider = createFakeProvider();
+
+    expect(make(undefined)).toThrow(InvalidConfigurationError);
+    expect(make(null)).toThrow(InvalidConfigurationError);
+    expect(make({ pool: db.pool })).toThrow(InvalidConfigurationError);
+    expect(make({ pool: db.pool, provider: {} })).toThrow(/createCharge and findCharge/);
+    expect(make({ pool: db.pool, provider: { createCharge: () => null } })).toThrow(
+      InvalidConfigurationError,
+    );
+    expect(make({ provider })).toThrow(InvalidConfigurationError);
+    expect(make({ pool: '', provider })).toThrow(InvalidConfigurationError);
+    expect(make({ pool: 42, provider })).toThrow(InvalidConfigurationError);
+    expect(make({ pool: db.pool, provider })).not.toThrow();
+  });
 });

@@ -1,7 +1,12 @@
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { sql } from 'slonik';
 import { z } from 'zod';
-import { createChargeEngine, createFakeProvider } from '../../src/index.js';
+import {
+  createChargeEngine,
+  createFakeProvider,
+  IdempotencyKeyExpiredError,
+  IdempotencyKeyReusedError,
+} from '../../src/index.js';
 import { createTestDatabase, type TestDatabase } from '../support/testDatabase.js';
 import { aKey, aRequest, readKey, seedAbandonedKeys } from '../support/charges.js';
 
@@ -18,11 +23,17 @@ const count = (merchantId: string, table: 'keys' | 'charges') =>
     SELECT count(*)::int4 AS n FROM ${table === 'keys' ? db.tables.keys : db.tables.charges}
     WHERE merchant_id = ${merchantId}`);
 
-/** Marks a merchant's completed keys as completed `hours` ago. */
+/** A merchant's keys at one recovery point. */
+const countAt = (merchantId: string, point: string) =>
+  db.pool.oneFirst(sql.type(z.object({ n: z.number() }))`
+    SELECT count(*)::int4 AS n FROM ${db.tables.keys}
+    WHERE merchant_id = ${merchantId} AND recovery_point = ${point}`);
+
+/** Marks a merchant's completed keys and tombstones as completed `hours` ago. */
 const age = (merchantId: string, hours: number) =>
   db.pool.query(sql.unsafe`
     UPDATE ${db.tables.keys} SET completed_at = now() - ${hours}::float8 * interval '1 hour'
-    WHERE merchant_id = ${merchantId} AND recovery_point = 'completed'`);
+    WHERE merchant_id = ${merchantId} AND recovery_point IN ('completed', 'expired')`);
 
 /** Writes `n` completed keys (and their charges) completed `hours` ago, in one statement. */
 const seedCompleted = (merchantId: string, n: number, hours: number) =>
@@ -40,7 +51,7 @@ const seedCompleted = (merchantId: string, n: number, hours: number) =>
     SELECT ${merchantId}, id, 'c', 1, 'NGN', 'pk-' || i, 'succeeded' FROM ids`);
 
 describe('reap', () => {
-  it('deletes completed keys past retention, keeps recent and unfinished ones, keeps charges', async () => {
+  it('reaps completed keys past retention into tombstones, keeps recent and unfinished ones, keeps charges', async () => {
     const engine = createChargeEngine({
       pool: db.pool,
       provider: createFakeProvider(),
@@ -57,11 +68,18 @@ describe('reap', () => {
       UPDATE ${db.tables.keys} SET created_at = now() - interval '7 days'
       WHERE merchant_id = 'm_reap_unfinished'`);
 
-    const deleted = await engine.reap();
+    const reaped = await engine.reap();
 
-    expect(deleted).toBe(1);
-    expect(await readKey(db.pool, db.tables, 'm_reap_old', oldKey)).toBeNull();
-    expect(await readKey(db.pool, db.tables, 'm_reap_recent', recentKey)).not.toBeNull();
+    expect(reaped).toBe(1);
+    // The stored response is gone; the scope, key and charge id stay as a tombstone.
+    expect(await readKey(db.pool, db.tables, 'm_reap_old', oldKey)).toMatchObject({
+      recovery_point: 'expired',
+      response_status: null,
+      response_body: null,
+    });
+    expect(await readKey(db.pool, db.tables, 'm_reap_recent', recentKey)).toMatchObject({
+      recovery_point: 'completed',
+    });
     expect(await count('m_reap_unfinished', 'keys')).toBe(5);
     expect(await count('m_reap_old', 'charges')).toBe(1);
   });
@@ -71,7 +89,7 @@ describe('reap', () => {
     const engine = createChargeEngine({ pool: db.pool, provider: createFakeProvider() });
 
     expect(await engine.reap({ limit: 10, batchSize: 3 })).toBe(10);
-    expect(await count('m_reap_limit', 'keys')).toBe(15);
+    expect(await countAt('m_reap_limit', 'completed')).toBe(15);
     expect(await engine.reap({ limit: 100, batchSize: 4 })).toBe(15);
     expect(await engine.reap()).toBe(0);
   });
@@ -100,10 +118,73 @@ describe('reap', () => {
     await charging;
     await Promise.all(charges);
     expect(completedDuringReap).toBeGreaterThan(0);
-    expect(await count('m_reap_bulk', 'keys')).toBe(0);
+    expect(await countAt('m_reap_bulk', 'completed')).toBe(0);
+    expect(await countAt('m_reap_bulk', 'expired')).toBe(50_000);
     expect(await count('m_reap_bulk', 'charges')).toBe(50_000);
     // The fresh keys were not touched by the reap.
     expect(await count('m_reap_live', 'keys')).toBe(charges.length);
     expect(provider.ledger()).toHaveLength(charges.length);
+  });
+
+  it('refuses a retry after the reaper instead of charging again, whatever the delay', async () => {
+    // Before tombstones the reaper deleted the key, and this retry was a fresh claim with a new
+    // provider key: a second charge that neither dedupe nor findCharge could see.
+    const provider = createFakeProvider({ dedupe: false });
+    const engine = createChargeEngine({ pool: db.pool, provider, retentionMs: 3_600_000 });
+    const key = aKey();
+    const request = aRequest({ merchantId: 'm_reap_late' });
+    const first = await engine.processCharge(key, request);
+    await age('m_reap_late', 2);
+    expect(await engine.reap()).toBe(1);
+
+    const late = await engine.processCharge(key, request).catch((e: unknown) => e);
+
+    expect(late).toBeInstanceOf(IdempotencyKeyExpiredError);
+    expect(late).toMatchObject({ code: 'idempotency_key_expired', httpStatus: 410 });
+    expect((late as IdempotencyKeyExpiredError).chargeId).toBe(first.chargeId);
+    expect(provider.ledger()).toHaveLength(1);
+    // A different request under the reaped key is still a reuse, as before the reaper.
+    await expect(
+      engine.processCharge(key, { ...request, amountMinor: request.amountMinor + 1 }),
+    ).rejects.toBeInstanceOf(IdempotencyKeyReusedError);
+  });
+
+  it('deletes tombstones past tombstoneRetentionMs, and only then is the key free again', async () => {
+    const provider = createFakeProvider({ dedupe: false });
+    const engine = createChargeEngine({
+      pool: db.pool,
+      provider,
+      retentionMs: 3_600_000,
+      tombstoneRetentionMs: 10 * 3_600_000,
+    });
+    const key = aKey();
+    const request = aRequest({ merchantId: 'm_reap_purge' });
+    await engine.processCharge(key, request);
+    await age('m_reap_purge', 5);
+    await engine.reap();
+    expect(await countAt('m_reap_purge', 'expired')).toBe(1);
+    await age('m_reap_purge', 9); // tombstone younger than its window: kept
+    await engine.reap();
+    expect(await countAt('m_reap_purge', 'expired')).toBe(1);
+    await age('m_reap_purge', 11);
+
+    // Other tests' tombstones in this database are older still: reap past them all.
+    await engine.reap({ limit: 1_000_000, batchSize: 10_000 });
+
+    expect(await count('m_reap_purge', 'keys')).toBe(0);
+    expect(await count('m_reap_purge', 'charges')).toBe(1);
+    // Forgotten: the key is a new operation now, as the retention contract says.
+    expect((await engine.processCharge(key, request)).replayed).toBe(false);
+  });
+
+  it('refuses a tombstone window that does not exceed retention', () => {
+    expect(() =>
+      createChargeEngine({
+        pool: db.pool,
+        provider: createFakeProvider(),
+        retentionMs: 3_600_000,
+        tombstoneRetentionMs: 3_600_000,
+      }),
+    ).toThrow(/tombstoneRetentionMs/);
   });
 });

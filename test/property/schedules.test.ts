@@ -1,11 +1,14 @@
 import fc from 'fast-check';
-import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { afterAll, beforeAll, describe, expect, it, vi } from 'vitest';
 import { sql } from 'slonik';
 import {
+  ChargeNeedsAttentionError,
   createChargeEngine,
   createFakeProvider,
   CRASH_POINTS,
+  IdempotencyKeyExpiredError,
   IdempotencyKeyInUseError,
+  ProviderAnswerInvalidError,
   ProviderUnavailableError,
   reconcile,
   SimulatedCrashError,
@@ -18,14 +21,23 @@ import { createTestDatabase, type TestDatabase } from '../support/testDatabase.j
 import { aRequest } from '../support/charges.js';
 
 // Arbitrary schedules of concurrent attempts on a few keys, each attempt with a crash point or
-// none and a provider fault or none, interleaved with lease expiry, sweeps and the provider
-// forgetting its idempotency keys. Whatever happens, the reconciler must find nothing.
+// none, a stall or none, and a provider fault or none, interleaved with lease expiry, sweeps,
+// provider outages, the provider forgetting its idempotency keys, the reaper, and wall-clock
+// steps. Whatever happens, the reconciler must find nothing.
+//
+// Time is the engines' injected monotonic clock: expiring leases in SQL moves it forward by a
+// lease, so an attempt stalled across that step sees its lease gone, as it would in real time.
 
 const RUNS = Number(process.env.CHARGEONCE_PROPERTY_RUNS ?? 200);
+const LEASE_MS = 30_000;
+
+/** Where an attempt can stall while its lease runs out and a sweeper comes by. */
+const STALL_POINTS = ['afterClaimCommit', 'beforeProviderCall', 'afterProviderCall'] as const;
 
 type Attempt = {
   key: number;
   crash: CrashPoint | null;
+  stall: (typeof STALL_POINTS)[number] | null;
   fault: FakeFault | null;
   separateClaim: boolean;
 };
@@ -33,6 +45,9 @@ type Step =
   | { do: 'attempts'; attempts: Attempt[]; withSweep: boolean }
   | { do: 'expireLeases' }
   | { do: 'sweep'; onAbandoned: 'cancel' | 'complete' }
+  | { do: 'outage'; calls: number; attempts: Attempt[] }
+  | { do: 'reap' }
+  | { do: 'clockStep'; ms: number }
   | { do: 'forgetIdempotencyKeys' };
 type Schedule = { keys: number; providerDedupes: boolean; steps: Step[] };
 
@@ -40,8 +55,16 @@ const attemptArb = (keys: number): fc.Arbitrary<Attempt> =>
   fc.record({
     key: fc.integer({ min: 0, max: keys - 1 }),
     crash: fc.option(fc.constantFrom(...CRASH_POINTS), { freq: 2 }),
+    stall: fc.option(fc.constantFrom(...STALL_POINTS), { freq: 6 }),
     fault: fc.option(
-      fc.constantFrom<FakeFault>('failBeforeCharge', 'failAfterCharge', 'decline', 'hang'),
+      fc.constantFrom<FakeFault>(
+        'failBeforeCharge',
+        'failAfterCharge',
+        'decline',
+        'hang',
+        'wrongAmount',
+        'malformed',
+      ),
       { freq: 3 },
     ),
     separateClaim: fc.boolean(),
@@ -63,6 +86,22 @@ const stepArb = (keys: number): fc.Arbitrary<Step> =>
       arbitrary: fc.record({
         do: fc.constant('sweep' as const),
         onAbandoned: fc.constantFrom('cancel' as const, 'complete' as const),
+      }),
+    },
+    {
+      weight: 1,
+      arbitrary: fc.record({
+        do: fc.constant('outage' as const),
+        calls: fc.integer({ min: 1, max: 20 }),
+        attempts: fc.array(attemptArb(keys), { minLength: 1, maxLength: 4 }),
+      }),
+    },
+    { weight: 1, arbitrary: fc.record({ do: fc.constant('reap' as const) }) },
+    {
+      weight: 1,
+      arbitrary: fc.record({
+        do: fc.constant('clockStep' as const),
+        ms: fc.constantFrom(-3_600_000, -60_000, 60_000, 3_600_000),
       }),
     },
     { weight: 1, arbitrary: fc.record({ do: fc.constant('forgetIdempotencyKeys' as const) }) },
@@ -90,7 +129,9 @@ function isExpected(error: unknown): boolean {
   return (
     error instanceof SimulatedCrashError ||
     error instanceof IdempotencyKeyInUseError ||
-    error instanceof ProviderUnavailableError
+    error instanceof ProviderUnavailableError ||
+    error instanceof ProviderAnswerInvalidError ||
+    error instanceof IdempotencyKeyExpiredError
   );
 }
 
@@ -102,59 +143,126 @@ async function execute(schedule: Schedule): Promise<void> {
   const provider: FakeProvider = createFakeProvider({ dedupe: schedule.providerDedupes });
   const observations: ObservedResponse[] = [];
   const unexpected: unknown[] = [];
-  const engineFor = (attempt?: Attempt, onAbandoned: 'cancel' | 'complete' = 'cancel') =>
+  // Keys whose client was told the key needs a person: only right for a refused answer.
+  const needsAttention = new Set<string>();
+  let offset = 0;
+  const clock = { now: () => performance.now() + offset };
+  const engineFor = (
+    attempt?: Attempt,
+    onAbandoned: 'cancel' | 'complete' = 'cancel',
+    maxAttempts = Number.MAX_SAFE_INTEGER,
+  ) =>
     createChargeEngine({
       pool: db.pool,
       provider,
+      leaseMs: LEASE_MS,
       providerTimeoutMs: 50,
       sweepGraceMs: 0,
       onAbandoned,
+      maxAttempts,
+      clock,
       separateClaim: attempt?.separateClaim ?? false,
-      ...(attempt?.crash
-        ? { faults: { shouldCrash: (p: CrashPoint) => p === attempt.crash } }
-        : {}),
+      faults: {
+        shouldCrash: (p: CrashPoint) => p === attempt?.crash,
+        // Stalled past its lease: the lease runs out and a sweeper comes by meanwhile.
+        stall: (p: CrashPoint) =>
+          p === attempt?.stall
+            ? (async () => {
+                await expireLeases();
+                await engineFor().sweep();
+              })()
+            : undefined,
+      },
     });
   const charge = async (attempt: Attempt) => {
+    const key = keys[attempt.key]!;
     try {
-      const outcome = await engineFor(attempt).processCharge(keys[attempt.key]!, request);
-      observations.push({ merchantId, key: keys[attempt.key]!, body: outcome.body });
+      const outcome = await engineFor(attempt).processCharge(key, request);
+      observations.push({ merchantId, key, body: outcome.body });
     } catch (error) {
-      if (!isExpected(error)) unexpected.push(error);
+      if (error instanceof ChargeNeedsAttentionError) needsAttention.add(key);
+      else if (!isExpected(error)) unexpected.push(error);
     }
   };
-  const expireLeases = () =>
-    db.pool.query(sql.unsafe`
+  const runAttempts = (attempts: Attempt[]) => {
+    for (const attempt of attempts) if (attempt.fault) provider.failNext(attempt.fault);
+    return Promise.all(attempts.map(charge));
+  };
+  async function expireLeases() {
+    offset += LEASE_MS + 1;
+    await db.pool.query(sql.unsafe`
       UPDATE ${db.tables.keys} SET locked_until = now() - interval '1 millisecond'
       WHERE merchant_id = ${merchantId} AND lock_token IS NOT NULL`);
-
-  for (const step of schedule.steps) {
-    switch (step.do) {
-      case 'attempts':
-        for (const attempt of step.attempts) if (attempt.fault) provider.failNext(attempt.fault);
-        await Promise.all([
-          ...step.attempts.map(charge),
-          ...(step.withSweep ? [engineFor().sweep()] : []),
-        ]);
-        break;
-      case 'expireLeases':
-        await expireLeases();
-        break;
-      case 'sweep':
-        await engineFor(undefined, step.onAbandoned).sweep();
-        break;
-      case 'forgetIdempotencyKeys':
-        provider.forgetIdempotencyKeys();
-        break;
-    }
   }
+  const reap = async () => {
+    // Completed keys an hour past a retention of a minute: the reaper takes them now.
+    await db.pool.query(sql.unsafe`
+      UPDATE ${db.tables.keys} SET completed_at = now() - interval '1 hour'
+      WHERE merchant_id = ${merchantId} AND recovery_point = 'completed'`);
+    await createChargeEngine({
+      pool: db.pool,
+      provider,
+      retentionMs: 60_000,
+    }).reap({ limit: 100_000 });
+  };
 
-  // Every client comes back once more, after every lease has run out; then a sweep.
-  provider.clearFaults();
-  await expireLeases();
-  for (const key of keys)
-    await charge({ key: keys.indexOf(key), crash: null, fault: null, separateClaim: false });
-  await expireLeases();
-  await engineFor().sweep();
+  try {
+    for (const step of schedule.steps) {
+      switch (step.do) {
+        case 'attempts':
+          await Promise.all([
+            runAttempts(step.attempts),
+            ...(step.withSweep ? [engineFor().sweep()] : []),
+          ]);
+          break;
+        case 'expireLeases':
+          await expireLeases();
+          break;
+        case 'sweep':
+          await engineFor(undefined, step.onAbandoned).sweep();
+          break;
+        case 'outage':
+          // Longer than any maxAttempts: clients and a sweeper keep trying while it lasts.
+          provider.outage(step.calls);
+          await runAttempts(step.attempts);
+          await expireLeases();
+          await engineFor().sweep();
+          await runAttempts(step.attempts);
+          provider.outage(0);
+          break;
+        case 'reap':
+          await reap();
+          break;
+        case 'clockStep': {
+          const stepped = Date.now() + step.ms;
+          vi.spyOn(Date, 'now').mockImplementation(() => stepped);
+          break;
+        }
+        case 'forgetIdempotencyKeys':
+          provider.forgetIdempotencyKeys();
+          break;
+      }
+    }
+
+    // The provider is healthy again. A sweeper that gives up easily runs first: it must still
+    // ask the provider, never park a key it could finish. Then every client comes back once,
+    // after every lease has run out, and a last sweep.
+    provider.clearFaults();
+    await expireLeases();
+    await engineFor(undefined, 'cancel', 1).sweep();
+    for (const key of keys)
+      await charge({
+        key: keys.indexOf(key),
+        crash: null,
+        stall: null,
+        fault: null,
+        separateClaim: false,
+      });
+    await expireLeases();
+    await engineFor().sweep();
+  } finally {
+    vi.restoreAllMocks();
+  }
 
   const report = await reconcile({
     pool: db.pool,
@@ -164,14 +272,16 @@ async function execute(schedule: Schedule): Promise<void> {
     expectFinished: true,
     observations,
   });
-  if (unexpected.length > 0 || report.violations.length > 0) {
+  const parked = new Set(report.parked.map((p) => p.key));
+  const wronglyParked = [...needsAttention].filter((key) => !parked.has(key));
+  if (unexpected.length > 0 || report.violations.length > 0 || wronglyParked.length > 0) {
     throw new Error(
-      `schedule broke exactly-once:\n${JSON.stringify({ unexpected: unexpected.map(String), violations: report.violations }, null, 2)}`,
+      `schedule broke exactly-once:\n${JSON.stringify({ unexpected: unexpected.map(String), violations: report.violations, wronglyParked }, null, 2)}`,
     );
   }
 }
 
-describe('arbitrary schedules of attempts, crashes, faults, lease expiry and sweeps', () => {
+describe('arbitrary schedules of attempts, crashes, stalls, faults, outages, lease expiry, sweeps, reaping and clock steps', () => {
   it(`leave exactly one provider charge per key and nothing lost (${RUNS} schedules)`, async () => {
     await fc.assert(fc.asyncProperty(scheduleArb, execute), { numRuns: RUNS });
     expect(run).toBeGreaterThanOrEqual(RUNS);

@@ -120,14 +120,16 @@ export function aGate(): { wait: () => Promise<void>; open: () => void } {
 }
 
 /**
- * Writes `count` keys as crashed attempts leave them at `reserved` (intent written, lease run
- * out, last activity a minute ago), in one statement. Returns each key's provider key.
+ * Writes `count` keys of `operation` as crashed attempts leave them at `reserved` (intent
+ * written, lease run out, last activity a minute ago), in one statement. Returns each key's
+ * provider key.
  */
 export async function seedAbandonedKeys(
   pool: DatabasePool,
   tables: Tables,
   count: number,
   request: ChargeRequest = aRequest(),
+  operation = 'charge',
 ): Promise<Array<{ key: string; chargeId: string; providerKey: string }>> {
   const seeds = Array.from({ length: count }, () => {
     const key = aKey();
@@ -135,7 +137,7 @@ export async function seedAbandonedKeys(
     return {
       key,
       chargeId,
-      providerKey: deriveProviderKey(request.merchantId, 'charge', key, chargeId),
+      providerKey: deriveProviderKey(request.merchantId, operation, key, chargeId),
     };
   });
   const v = validateChargeRequest('seed', request);
@@ -149,7 +151,7 @@ export async function seedAbandonedKeys(
     ), keys AS (
       INSERT INTO ${tables.keys} (merchant_id, operation, key, request_hash, request,
         recovery_point, charge_id, lock_token, locked_until, updated_at)
-      SELECT ${request.merchantId}, 'charge', key, ${v.fingerprint}, ${v.canonical}, 'reserved',
+      SELECT ${request.merchantId}, ${operation}, key, ${v.fingerprint}, ${v.canonical}, 'reserved',
         charge_id, gen_random_uuid(), now() - interval '1 minute', now() - interval '1 minute'
       FROM seeded
     )

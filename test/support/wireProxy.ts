@@ -131,8 +131,14 @@ function backendReader(conn: Connection, stats: WireStats): ReadMessage {
   };
 }
 
-/** Starts a counting TCP proxy on 127.0.0.1 in front of the server `targetUrl` points at. */
-export async function startWireProxy(targetUrl: string): Promise<WireProxy> {
+/**
+ * Starts a counting TCP proxy on 127.0.0.1 in front of the server `targetUrl` points at, on
+ * `port` (say, one a client was already given while nothing listened there) or any free one.
+ */
+export async function startWireProxy(
+  targetUrl: string,
+  options: { port?: number } = {},
+): Promise<WireProxy> {
   const target = new URL(targetUrl);
   const host = target.hostname.replace(/^\[(.*)\]$/, '$1');
   const port = Number(target.port || 5432);
@@ -165,7 +171,7 @@ export async function startWireProxy(targetUrl: string): Promise<WireProxy> {
 
   await new Promise<void>((resolve, reject) => {
     server.once('error', reject);
-    server.listen(0, '127.0.0.1', () => resolve());
+    server.listen(options.port ?? 0, '127.0.0.1', () => resolve());
   });
   const url = new URL(targetUrl);
   url.hostname = '127.0.0.1';

@@ -7,6 +7,8 @@ import {
   type ChargeClientOptions,
 } from '../../src/index.js';
 import { backoffDelay, parseRetryAfter } from '../../src/client/retryPolicy.js';
+import { errorResponse } from '../../src/http/errorResponse.js';
+import { IdempotencyKeyExpiredError, ProviderAnswerInvalidError } from '../../src/errors.js';
 
 const request = { customerId: 'c_42', amountMinor: 2000, currency: 'NGN' };
 
@@ -225,6 +227,35 @@ describe('chargeClient: what is retried', () => {
       expect(slept).toEqual([]);
     },
   );
+
+  it.each([
+    new ProviderAnswerInvalidError('provider charge ch_9 is for another amount'),
+    new IdempotencyKeyExpiredError('0b7e6f1c-2f4d-4c55-9a43-6f0a1d2b3c4d'),
+  ])('never retries what the handler answers to %s: a retry gets the same', async (error) => {
+    const answer = errorResponse(error, 'Idempotency-Key');
+    const { client, sent, slept } = harness([
+      { status: answer.status, body: answer.body, headers: answer.headers },
+      { status: 201 },
+    ]);
+
+    const refused = await failure(client.charge(request));
+
+    expect(refused.code).toBe('charge_refused');
+    expect(refused.httpStatus).toBe(error.httpStatus);
+    expect(refused.response?.body).toBe(answer.body);
+    expect(sent).toHaveLength(1);
+    expect(slept).toEqual([]);
+  });
+
+  it('still retries a 502 whose body is not a chargeonce error code it cannot change', async () => {
+    const { client, sent } = harness([
+      { status: 502, body: '{"error":{"code":"provider_error"}}' },
+      { status: 502, body: '<html>Bad Gateway</html>' },
+      { status: 201 },
+    ]);
+    expect((await client.charge(request)).attempts).toBe(3);
+    expect(sent).toHaveLength(3);
+  });
 
   it('never retries a replayed outcome, whatever its status', async () => {
     const { client, sent } = harness([

@@ -1,12 +1,15 @@
 import { describe, expect, it } from 'vitest';
 import {
   ChargeNeedsAttentionError,
+  IdempotencyKeyExpiredError,
   IdempotencyKeyInUseError,
   IdempotencyKeyReusedError,
   InvalidConfigurationError,
   InvalidRequestError,
+  ProviderAnswerInvalidError,
   ProviderError,
   ProviderUnavailableError,
+  SchemaNotMigratedError,
   SchemaVersionError,
   SimulatedCrashError,
   StoreUnavailableError,
@@ -14,6 +17,8 @@ import {
 import { errorResponse } from '../../src/http/errorResponse.js';
 
 const parse = (body: string) => (JSON.parse(body) as { error: Record<string, unknown> }).error;
+
+const CHARGE_ID = '0b7e6f1c-2f4d-4c55-9a43-6f0a1d2b3c4d';
 
 describe('errorResponse', () => {
   it.each([
@@ -24,6 +29,7 @@ describe('errorResponse', () => {
     [new StoreUnavailableError(), 503, 'store_unavailable', '1'],
     [new ProviderError(), 502, 'provider_error', undefined],
     [new ChargeNeedsAttentionError(), 500, 'charge_needs_attention', undefined],
+    [new IdempotencyKeyExpiredError(CHARGE_ID), 410, 'idempotency_key_expired', undefined],
   ])('maps %s by its status and code', (error, status, code, retryAfter) => {
     const answer = errorResponse(error, 'Idempotency-Key');
     expect(answer.status).toBe(status);
@@ -58,6 +64,7 @@ describe('errorResponse', () => {
     new SchemaVersionError('database schema 9 is newer than 3'),
     new InvalidConfigurationError('leaseMs must be positive'),
     new SimulatedCrashError('afterReserveCommit'),
+    new SchemaNotMigratedError('chargeonce'),
     'a string',
   ])('shows nothing of an unexpected or operator error: %s', (error) => {
     const answer = errorResponse(error, 'Idempotency-Key');
@@ -66,5 +73,20 @@ describe('errorResponse', () => {
       headers: {},
       body: '{"error":{"code":"internal_error","message":"Internal server error."}}',
     });
+  });
+
+  it("answers a refused provider answer with 502 and its code, not the operator's detail", () => {
+    const error = new ProviderAnswerInvalidError(
+      'provider charge ch_9 is for 3000 NGN, the request for 2000 NGN',
+    );
+
+    const answer = errorResponse(error, 'Idempotency-Key');
+
+    expect(answer.status).toBe(502);
+    expect(answer.headers['Retry-After']).toBeUndefined();
+    const sent = parse(answer.body);
+    expect(sent.code).toBe('provider_answer_invalid');
+    expect(sent.message).toEqual(expect.any(String));
+    expect(answer.body).not.toContain('ch_9');
   });
 });

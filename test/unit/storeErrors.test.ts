@@ -1,5 +1,9 @@
 import { describe, expect, it } from 'vitest';
-import { IdempotencyKeyInUseError, StoreUnavailableError } from '../../src/errors.js';
+import {
+  IdempotencyKeyInUseError,
+  SchemaNotMigratedError,
+  StoreUnavailableError,
+} from '../../src/errors.js';
 import { isRetryableStoreError, toStoreError } from '../../src/store/storeErrors.js';
 
 const withCode = (code: string, message = 'driver error') =>
@@ -41,5 +45,32 @@ describe('store error classification', () => {
     expect(isRetryableStoreError(unique)).toBe(false);
     const own = new IdempotencyKeyInUseError(100);
     expect(toStoreError(own)).toBe(own);
+  });
+
+  it.each([
+    ['3F000', 'schema "payments" does not exist', 'payments'],
+    ['42P01', 'relation "chargeonce.idempotency_keys" does not exist', 'chargeonce'],
+    ['42P01', 'relation "chargeonce.schema_migrations" does not exist', 'chargeonce'],
+    ['42883', 'function chargeonce.claim_key(text, text) does not exist', 'chargeonce'],
+    ['42883', 'function "user".complete_key(text) does not exist', 'user'],
+  ])('%s "%s" means the schema is not migrated', (code, message, schema) => {
+    const cause = withCode(code, message);
+    const mapped = toStoreError(new Error('query failed', { cause }));
+    expect(mapped).toBeInstanceOf(SchemaNotMigratedError);
+    expect(mapped).toMatchObject({ code: 'schema_not_migrated', httpStatus: 500, schema });
+    expect((mapped as SchemaNotMigratedError).message).toContain(
+      `migrate(pool, { schema: '${schema}' })`,
+    );
+    expect((mapped as SchemaNotMigratedError).cause).toBeInstanceOf(Error);
+  });
+
+  it.each([
+    ['42P01', 'relation "public.stock_reservations" does not exist'],
+    ['42P01', 'relation "stock" does not exist'],
+    ['42883', 'function public.reserve_stock(uuid) does not exist'],
+    ['42883', 'operator does not exist: text = uuid'],
+  ])("leaves %s about someone else's object alone: %s", (code, message) => {
+    const error = withCode(code, message);
+    expect(toStoreError(error)).toBe(error);
   });
 });

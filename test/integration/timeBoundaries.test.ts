@@ -1,0 +1,337 @@
+import { setTimeout as sleep } from 'node:timers/promises';
+import { afterAll, afterEach, beforeAll, describe, expect, it, vi } from 'vitest';
+import { sql } from 'slonik';
+import {
+  ChargeNeedsAttentionError,
+  createChargeEngine,
+  createFakeProvider,
+  IdempotencyKeyInUseError,
+  ProviderAnswerInvalidError,
+  ProviderTransientError,
+  ProviderUnavailableError,
+  type ChargeEngineOptions,
+  type CrashPoint,
+  type PaymentProvider,
+  type SweepResult,
+} from '../../src/index.js';
+import { createTestDatabase, type TestDatabase } from '../support/testDatabase.js';
+import {
+  aKey,
+  aRequest,
+  expireLease,
+  readCharges,
+  readKey,
+  seedAbandonedKeys,
+  seedInterruptedKey,
+} from '../support/charges.js';
+
+// Each hole below was reproduced against the engine before its fix: the comment on each test
+// says what used to happen.
+
+let db: TestDatabase;
+beforeAll(async () => {
+  db = await createTestDatabase();
+});
+afterAll(async () => {
+  await db.drop();
+});
+afterEach(() => {
+  vi.restoreAllMocks();
+});
+
+/** A monotonic clock the test moves forward, together with the leases it expires in SQL. */
+function aManualClock() {
+  let offset = 0;
+  return {
+    now: () => performance.now() + offset,
+    advance: (ms: number) => {
+      offset += ms;
+    },
+  };
+}
+
+const engineWith = (
+  options: Partial<ChargeEngineOptions> & Pick<ChargeEngineOptions, 'provider'>,
+) => createChargeEngine({ pool: db.pool, sweepGraceMs: 0, ...options });
+
+describe('the lease covers the provider call', () => {
+  it('a reserve hook slower than the lease: the attempt renews before charging, so a sweeper cannot cancel a charge in flight', async () => {
+    // Before: the lease ran out inside the hook; createCharge started anyway; a sweeper found
+    // nothing at the provider and stored `cancelled`; then the charge landed. Charged, stored
+    // as cancelled.
+    const sweeper = engineWith({
+      provider: createFakeProvider(),
+      leaseMs: 1_000,
+      providerTimeoutMs: 300,
+    });
+    let sweptDuringCharge: SweepResult | null = null;
+    const provider = createFakeProvider({
+      beforeAnswer: async (method) => {
+        if (method === 'createCharge') sweptDuringCharge = await sweeper.sweep();
+      },
+    });
+    const engine = engineWith({
+      provider,
+      leaseMs: 1_000,
+      providerTimeoutMs: 300,
+      hooks: { reserve: () => sleep(1_100) },
+    });
+    const key = aKey();
+    const request = aRequest({ merchantId: 'm_tb_slow_hook' });
+
+    const outcome = await engine.processCharge(key, request);
+
+    expect(outcome.status).toBe('succeeded');
+    expect(sweptDuringCharge).toMatchObject({ examined: 0, cancelled: 0 });
+    expect(provider.ledger()).toHaveLength(1);
+    expect(await readKey(db.pool, db.tables, request.merchantId, key)).toMatchObject({
+      recovery_point: 'completed',
+      response_status: 201,
+    });
+  });
+
+  it('a claim whose commit is acknowledged past the lease, then taken over: the attempt never calls the provider', async () => {
+    // Before: the stalled attempt called createCharge after the sweeper had cancelled the key.
+    const clock = aManualClock();
+    const key = aKey();
+    const request = aRequest({ merchantId: 'm_tb_stalled_commit' });
+    const sweeper = engineWith({ provider: createFakeProvider(), clock });
+    let swept: SweepResult | null = null;
+    const provider = createFakeProvider();
+    const engine = engineWith({
+      provider,
+      clock,
+      faults: {
+        shouldCrash: () => false,
+        stall: (point: CrashPoint) =>
+          point === 'afterClaimCommit'
+            ? (async () => {
+                // The lease runs out while the acknowledgement is held up; a sweeper takes it.
+                await expireLease(db.pool, db.tables, request.merchantId, key);
+                clock.advance(30_000);
+                swept = await sweeper.sweep();
+              })()
+            : undefined,
+      },
+    });
+
+    await expect(engine.processCharge(key, request)).rejects.toBeInstanceOf(
+      IdempotencyKeyInUseError,
+    );
+
+    expect(swept).toMatchObject({ examined: 1, cancelled: 1 });
+    expect(provider.calls.createCharge).toBe(0);
+    expect(provider.ledger()).toHaveLength(0);
+    expect((await engine.processCharge(key, request)).status).toBe('cancelled');
+  });
+
+  it('with a separate claim and a slow reserve step, the attempt renews its lease before charging', async () => {
+    const clock = aManualClock();
+    const provider = createFakeProvider();
+    const engine = engineWith({
+      provider,
+      clock,
+      separateClaim: true,
+      hooks: {
+        reserve: () => {
+          clock.advance(25_000); // the reserve step took most of the 30 s lease
+          return Promise.resolve();
+        },
+      },
+    });
+    const key = aKey();
+    const request = aRequest({ merchantId: 'm_tb_separate' });
+    let lockedUntilAtCharge: unknown = null;
+    provider.createCharge = async (input, opts) => {
+      lockedUntilAtCharge = (await db.pool.oneFirst(
+        // A renewal moved the lease forward: it now ends a full lease after the renewal.
+        sql.unsafe`
+          SELECT (locked_until > now() + interval '29 seconds') AS renewed FROM ${db.tables.keys}
+          WHERE merchant_id = ${request.merchantId} AND key = ${key}`,
+      )) as unknown;
+      return createFakeProvider().createCharge(input, opts);
+    };
+
+    expect((await engine.processCharge(key, request)).status).toBe('succeeded');
+    expect(lockedUntilAtCharge).toBe(true);
+  });
+
+  it('the provider budget runs on the monotonic clock: a wall-clock step back does not stretch it', async () => {
+    // Before: a 60 s step back during findCharge gave createCharge a minute more; it ran for
+    // as long as it liked, past the lease.
+    const key = aKey();
+    const request = aRequest({ merchantId: 'm_tb_clock_step' });
+    await seedInterruptedKey(db.pool, db.tables, key, request, 'reserved');
+    const realNow = Date.now.bind(Date);
+    let createAborted = false;
+    const provider: PaymentProvider = {
+      findCharge: async () => {
+        vi.spyOn(Date, 'now').mockImplementation(() => realNow() - 60_000);
+        await sleep(150);
+        return null;
+      },
+      createCharge: async (input, opts) => {
+        opts.signal.addEventListener('abort', () => (createAborted = true));
+        await sleep(1_200); // ignores the signal, as a careless adapter would
+        return createFakeProvider().createCharge(input, opts);
+      },
+    };
+    const engine = engineWith({ provider, leaseMs: 2_000, providerTimeoutMs: 300 });
+
+    await expect(engine.processCharge(key, request)).rejects.toBeInstanceOf(
+      ProviderUnavailableError,
+    );
+    expect(createAborted).toBe(true);
+  });
+
+  it('refuses a provider budget and margin that do not fit in the lease', () => {
+    expect(() =>
+      engineWith({
+        provider: createFakeProvider(),
+        leaseMs: 1_000,
+        providerTimeoutMs: 800,
+        leaseMarginMs: 200,
+      }),
+    ).toThrow(/leaseMarginMs/);
+  });
+});
+
+describe('the sweeper asks the provider before it gives up', () => {
+  it('adopts a charge that went through, however many attempts the key had', async () => {
+    // Before: a key past maxAttempts was parked before any findCharge; its client got
+    // ChargeNeedsAttentionError for ever though the customer was charged.
+    const provider = createFakeProvider();
+    const request = aRequest({ merchantId: 'm_tb_adopt_late' });
+    const [seed] = await seedAbandonedKeys(db.pool, db.tables, 1, request);
+    await provider.createCharge(
+      {
+        providerKey: seed!.providerKey,
+        customerId: request.customerId,
+        amountMinor: request.amountMinor,
+        currency: request.currency,
+      },
+      { signal: new AbortController().signal },
+    );
+    await db.pool.query(
+      sql.unsafe`UPDATE ${db.tables.keys} SET attempts = 50 WHERE key = ${seed!.key}`,
+    );
+    const engine = engineWith({ provider, maxAttempts: 5 });
+
+    expect(await engine.sweep()).toMatchObject({ adopted: 1, failed: 0 });
+    expect((await engine.processCharge(seed!.key, request)).replayed).toBe(true);
+    expect(provider.ledger()).toHaveLength(1);
+  });
+
+  it('releases a key at started whatever its attempts; never parks it', async () => {
+    const request = aRequest({ merchantId: 'm_tb_started' });
+    const key = aKey();
+    await seedInterruptedKey(db.pool, db.tables, key, request, 'started');
+    await db.pool.query(sql.unsafe`UPDATE ${db.tables.keys} SET attempts = 50 WHERE key = ${key}`);
+    const engine = engineWith({ provider: createFakeProvider(), maxAttempts: 2 });
+
+    expect(await engine.sweep()).toMatchObject({ released: 1, failed: 0 });
+    expect(await readKey(db.pool, db.tables, request.merchantId, key)).toBeNull();
+  });
+
+  it('parks only while the provider cannot answer; requeue brings the key back and the sweeper adopts', async () => {
+    const provider = createFakeProvider();
+    const healthyFind = provider.findCharge.bind(provider);
+    provider.findCharge = () => Promise.reject(new ProviderTransientError('http_503'));
+    const request = aRequest({ merchantId: 'm_tb_requeue' });
+    const [seed] = await seedAbandonedKeys(db.pool, db.tables, 1, request);
+    const engine = engineWith({ provider, maxAttempts: 1 });
+    // The charge went through; the answer was lost and the provider is down since.
+    await provider.createCharge(
+      {
+        providerKey: seed!.providerKey,
+        customerId: request.customerId,
+        amountMinor: request.amountMinor,
+        currency: request.currency,
+      },
+      { signal: new AbortController().signal },
+    );
+
+    expect(await engine.sweep()).toMatchObject({ failed: 1 });
+    const [stuck] = (await engine.listStuck()).filter((s) => s.key === seed!.key);
+    expect(stuck?.reason).toMatch(/provider could not answer.*http_503/);
+    await expect(engine.processCharge(seed!.key, request)).rejects.toBeInstanceOf(
+      ChargeNeedsAttentionError,
+    );
+
+    provider.findCharge = healthyFind;
+    expect(await engine.requeue({ merchantId: request.merchantId, key: seed!.key })).toBe(true);
+    expect(await engine.requeue({ merchantId: request.merchantId, key: seed!.key })).toBe(false);
+    expect(await engine.sweep()).toMatchObject({ adopted: 1 });
+    expect((await engine.processCharge(seed!.key, request)).status).toBe('succeeded');
+    expect(provider.ledger()).toHaveLength(1);
+  });
+});
+
+describe('provider answers are checked', () => {
+  const wrongAmount = (fake = createFakeProvider()): PaymentProvider => ({
+    findCharge: (k, o) => fake.findCharge(k, o),
+    createCharge: async (input, opts) => ({
+      ...(await fake.createCharge(input, opts)),
+      amountMinor: 1,
+    }),
+  });
+
+  it('a created charge for another amount parks the key with the reason and never completes it', async () => {
+    // Before: stored `succeeded` with a body saying the requested amount.
+    const engine = engineWith({ provider: wrongAmount() });
+    const key = aKey();
+    const request = aRequest({ merchantId: 'm_tb_amount', amountMinor: 2000, currency: 'NGN' });
+
+    const error = await engine.processCharge(key, request).catch((e: unknown) => e);
+
+    expect(error).toBeInstanceOf(ProviderAnswerInvalidError);
+    expect(error).toMatchObject({ code: 'provider_answer_invalid' });
+    expect(await readKey(db.pool, db.tables, request.merchantId, key)).toMatchObject({
+      recovery_point: 'failed',
+      response_body: null,
+    });
+    const [stuck] = (await engine.listStuck()).filter((s) => s.key === key);
+    expect(stuck?.reason).toMatch(/1 NGN.*2000 NGN/);
+    await expect(engine.processCharge(key, request)).rejects.toBeInstanceOf(
+      ChargeNeedsAttentionError,
+    );
+    expect((await readCharges(db.pool, db.tables, request.merchantId))[0]?.status).toBe('reserved');
+  });
+
+  it('a malformed answer parks the key with a readable reason', async () => {
+    // Before: the key stayed `reserved` with an empty last_error and a message about slonik.
+    const provider: PaymentProvider = {
+      findCharge: () => Promise.resolve(null),
+      createCharge: () => Promise.resolve({ id: 'ch_1', status: 'ok' } as never),
+    };
+    const engine = engineWith({ provider });
+    const key = aKey();
+    const request = aRequest({ merchantId: 'm_tb_malformed' });
+
+    await expect(engine.processCharge(key, request)).rejects.toBeInstanceOf(
+      ProviderAnswerInvalidError,
+    );
+    const [stuck] = (await engine.listStuck()).filter((s) => s.key === key);
+    expect(stuck?.reason).toMatch(/malformed provider charge.*status/);
+  });
+
+  it('an adopted charge for another currency is refused too, by a retry and by the sweeper', async () => {
+    const request = aRequest({ merchantId: 'm_tb_adopt_wrong', currency: 'NGN' });
+    const [seed] = await seedAbandonedKeys(db.pool, db.tables, 1, request);
+    const provider: PaymentProvider = {
+      findCharge: () =>
+        Promise.resolve({
+          id: 'ch_x',
+          status: 'succeeded',
+          amountMinor: request.amountMinor,
+          currency: 'USD',
+        }),
+      createCharge: () => Promise.reject(new Error('must not charge: the lookup answered')),
+    };
+    const engine = engineWith({ provider });
+
+    expect(await engine.sweep()).toMatchObject({ failed: 1 });
+    const [stuck] = (await engine.listStuck()).filter((s) => s.key === seed!.key);
+    expect(stuck?.reason).toContain('USD');
+  });
+});
