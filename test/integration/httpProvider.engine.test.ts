@@ -57,6 +57,16 @@ async function unavailable(promise: Promise<unknown>): Promise<ProviderTransient
   return cause as ProviderTransientError;
 }
 
+/** The faults this run injects: every one must fire. */
+const TRANSIENT_FAULTS = [
+  'hang',
+  'errorBeforeCharge',
+  'errorAfterCharge',
+  'resetAfterCharge',
+  'tooManyRequests',
+  'decline',
+] as const;
+
 describe('the engine over HTTP', () => {
   it('reset after charging, then a retry: one charge, adopted by the retry', async () => {
     const { server, engine } = await setUp();
@@ -139,7 +149,7 @@ describe('200 operations under every fault, retried until settled', () => {
           resetAfterCharge: 0.06,
           tooManyRequests: 0.06,
           decline: 0.1,
-        },
+        } satisfies Record<(typeof TRANSIENT_FAULTS)[number], number>,
       },
       { providerTimeoutMs: 250 },
     );
@@ -205,10 +215,12 @@ describe('200 operations under every fault, retried until settled', () => {
         response_body: outcome.body,
       });
     }
-    // The run is worth something only if every fault happened.
+    // The run is worth something only if every fault it asked for happened. (Wrong amounts and
+    // malformed answers park keys instead of settling them: the time-boundaries tests and the
+    // chaos harness cover those.)
     const { faults } = server.stats();
-    for (const [fault, count] of Object.entries(faults)) {
-      expect(count, fault).toBeGreaterThan(0);
+    for (const fault of TRANSIENT_FAULTS) {
+      expect(faults[fault], fault).toBeGreaterThan(0);
     }
   });
 });
