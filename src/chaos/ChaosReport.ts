@@ -103,7 +103,7 @@ export type ChaosReport = {
   replays: number;
   /**
    * Charges an interrupted attempt had made and a later one adopted (found by `findCharge`)
-   * instead of charging again: by clients, and by the final sweep.
+   * instead of charging again: by clients, and by the sweeps (the background one and the final one).
    */
   adoptions: { total: number; byClients: number; bySweep: number };
   /** The final sweep, all passes together. */

@@ -253,6 +253,7 @@ async function runAgainst(
 
   phase = 'reconciling';
   report();
+  const backgroundTotals = await background.stop();
   const ledger = loaded.ledger ? await loaded.ledger() : server.ledger();
   const merchantIds = chaosMerchants(runId);
   const reconciled = await reconcile({
@@ -319,13 +320,13 @@ async function runAgainst(
     providerCharges: stats.charges,
     replays: counts.replays,
     adoptions: {
-      total: counts.adoptions + sweep.adopted,
+      total: counts.adoptions + sweep.adopted + backgroundTotals.sweep.adopted,
       byClients: counts.adoptions,
-      bySweep: sweep.adopted,
+      bySweep: sweep.adopted + backgroundTotals.sweep.adopted,
     },
     sweep,
     requeued,
-    background: await background.stop(),
+    background: backgroundTotals,
     late,
     parked: reconciled.parked,
     violations,

@@ -37,7 +37,7 @@ export function renderChaosReport(report: ChaosReport): string[] {
   row(
     'adoptions',
     report.adoptions.total,
-    `by clients ${report.adoptions.byClients}, by the sweep ${report.adoptions.bySweep}`,
+    `by clients ${report.adoptions.byClients}, by the sweeps ${report.adoptions.bySweep}`,
   );
   row('clients gone', report.abandoned, 'walked away after a failure; came back after the sweep');
   const { passes, examined, ...sweep } = report.sweep;
