@@ -125,35 +125,37 @@ describe('the lease covers the provider call', () => {
     expect((await engine.processCharge(key, request)).status).toBe('cancelled');
   });
 
-  it('with a separate claim and a slow reserve step, the attempt renews its lease before charging', async () => {
+  it('with a separate claim and a reserve step that outlasts the lease, the attempt renews before charging', async () => {
+    // Before: the reserve step committed `reserved` with the lease already over, createCharge
+    // went out, and a sweeper could cancel the key under it.
     const clock = aManualClock();
-    const provider = createFakeProvider();
+    const key = aKey();
+    const request = aRequest({ merchantId: 'm_tb_separate' });
+    const sweeper = engineWith({ provider: createFakeProvider(), clock });
+    let sweptDuringCharge: SweepResult | null = null;
+    const provider = createFakeProvider({
+      beforeAnswer: async (method) => {
+        if (method === 'createCharge') sweptDuringCharge = await sweeper.sweep();
+      },
+    });
     const engine = engineWith({
       provider,
       clock,
       separateClaim: true,
       hooks: {
-        reserve: () => {
-          clock.advance(25_000); // the reserve step took most of the 30 s lease
-          return Promise.resolve();
+        // The reserve step took longer than the 30 s lease, on the clock and in the database.
+        reserve: async (tx) => {
+          clock.advance(31_000);
+          await tx.query(sql.unsafe`
+            UPDATE ${db.tables.keys} SET locked_until = now() - interval '1 millisecond'
+            WHERE merchant_id = ${request.merchantId} AND key = ${key}`);
         },
       },
     });
-    const key = aKey();
-    const request = aRequest({ merchantId: 'm_tb_separate' });
-    let lockedUntilAtCharge: unknown = null;
-    provider.createCharge = async (input, opts) => {
-      lockedUntilAtCharge = (await db.pool.oneFirst(
-        // A renewal moved the lease forward: it now ends a full lease after the renewal.
-        sql.unsafe`
-          SELECT (locked_until > now() + interval '29 seconds') AS renewed FROM ${db.tables.keys}
-          WHERE merchant_id = ${request.merchantId} AND key = ${key}`,
-      )) as unknown;
-      return createFakeProvider().createCharge(input, opts);
-    };
 
     expect((await engine.processCharge(key, request)).status).toBe('succeeded');
-    expect(lockedUntilAtCharge).toBe(true);
+    expect(sweptDuringCharge).toMatchObject({ examined: 0, cancelled: 0 });
+    expect(provider.ledger()).toHaveLength(1);
   });
 
   it('the provider budget runs on the monotonic clock: a wall-clock step back does not stretch it', async () => {
