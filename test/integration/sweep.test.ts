@@ -6,6 +6,7 @@ import {
   createChargeEngine,
   createFakeProvider,
   IdempotencyKeyInUseError,
+  StoreUnavailableError,
   ProviderTransientError,
   type ChargeEngine,
   type FakeProvider,
@@ -236,5 +237,34 @@ describe('sweep', () => {
     );
     const status = await engine.status();
     expect(status.byRecoveryPoint.failed).toBeGreaterThanOrEqual(1);
+  });
+});
+
+describe('a sweep pass where one key throws', () => {
+  it('finishes the other keys and keeps their counts', async () => {
+    // Before: the pass rejected with the first error, its counts were lost, and the workers
+    // still running went on unobserved.
+    const request = aRequest({ merchantId: 'm_sweep_one_throws' });
+    const seeds = await seedAbandonedKeys(db.pool, db.tables, 3, request);
+    const failing = seeds[1]!.key;
+    const engine = createChargeEngine({
+      pool: db.pool,
+      provider: createFakeProvider(),
+      sweepGraceMs: 0,
+      hooks: {
+        cancel: (_tx, ctx) =>
+          ctx.key === failing ? Promise.reject(new StoreUnavailableError()) : Promise.resolve(),
+      },
+    });
+
+    const result = await engine.sweep({ concurrency: 1 });
+
+    // (Keys other tests of this file left may be in the same pass.)
+    expect(result.errored).toBe(1);
+    expect(result.cancelled).toBeGreaterThanOrEqual(2);
+    for (const seed of seeds) {
+      const row = await readKey(db.pool, db.tables, request.merchantId, seed.key);
+      expect(row?.recovery_point).toBe(seed.key === failing ? 'reserved' : 'completed');
+    }
   });
 });
