@@ -42,6 +42,7 @@ export { ProviderTransientError } from './provider/PaymentProvider.js';
 export type {
   CreateChargeInput,
   PaymentProvider,
+  FindChargeOptions,
   ProviderCallOptions,
   ProviderCharge,
 } from './provider/PaymentProvider.js';

@@ -1,5 +1,6 @@
 import { sql, type DatabaseTransactionConnection } from 'slonik';
 import {
+  ChargeNeedsAttentionError,
   ProviderAnswerInvalidError,
   ProviderError,
   ProviderUnavailableError,
@@ -9,6 +10,7 @@ import { ProviderTransientError, type CreateChargeInput } from '../provider/Paym
 import type { ChargeRequest } from '../request.js';
 import { completeKey, type CompletionInput } from '../store/completeKey.js';
 import { failKey } from '../store/failKey.js';
+import type { Reservation } from '../store/reservation.js';
 import type { ScopedKey } from '../store/keyState.js';
 import { withStore } from '../store/storeErrors.js';
 import { callProvider } from './callProvider.js';
@@ -26,6 +28,8 @@ const PROVIDER_RETRY_AFTER_MS = 1_000;
 /** A charge whose key this attempt holds, at `reserved`. */
 export type OwnedCharge = LeasedKey & {
   chargeId: string;
+  /** When the charge intent was written and how long ago; null when this attempt just wrote it. */
+  reservation: Reservation | null;
   providerKey: string;
   request: ChargeRequest;
   /** False only when no earlier attempt can have called the provider under this key. */
@@ -72,7 +76,11 @@ export async function chargePhase(
   crashPoint(env, 'beforeProviderCall', charge.scoped);
   await stallPoint(env, 'beforeProviderCall', charge.scoped);
   const found = await obtainProviderCharge(env, charge, whenNotFound);
-  if (found === null) return cancelCharge(env, charge);
+  if (found.kind === 'notFound') return cancelCharge(env, charge);
+  if (found.kind === 'untrusted') {
+    await park(env, charge, found.reason);
+    throw new ChargeNeedsAttentionError();
+  }
   const checked = checkProviderAnswer(found.answer, charge.request);
   if (!checked.ok) return parkRefusedAnswer(env, charge, checked.reason);
   const providerCharge = checked.charge;
@@ -128,16 +136,17 @@ async function parkRefusedAnswer(
   charge: OwnedCharge,
   reason: string,
 ): Promise<never> {
+  await park(env, charge, `${REFUSED_ANSWER_REASON_PREFIX}${reason}`);
+  throw new ProviderAnswerInvalidError(reason);
+}
+
+/** Parks the key in `failed` with `reason`, fenced by the lock token. */
+async function park(env: EngineEnv, charge: OwnedCharge, reason: string): Promise<void> {
   const pool = await env.pool();
   const parked = await withStore(() =>
-    failKey(pool, env.tables, {
-      ...charge.scoped,
-      lockToken: charge.lockToken,
-      reason: `${REFUSED_ANSWER_REASON_PREFIX}${reason}`,
-    }),
+    failKey(pool, env.tables, { ...charge.scoped, lockToken: charge.lockToken, reason }),
   );
   if (!parked) throw leaseLost();
-  throw new ProviderAnswerInvalidError(reason);
 }
 
 function terminal(
@@ -240,7 +249,11 @@ async function obtainProviderCharge(
   env: EngineEnv,
   charge: OwnedCharge,
   whenNotFound: WhenNotFound,
-): Promise<{ answer: unknown; adopted: boolean } | null> {
+): Promise<
+  | { kind: 'answer'; answer: unknown; adopted: boolean }
+  | { kind: 'notFound' }
+  | { kind: 'untrusted'; reason: string }
+> {
   const { provider } = env;
   // The lease must outlast the whole budget below: see coverProviderBudget.
   await coverProviderBudget(env, charge);
@@ -254,13 +267,16 @@ async function obtainProviderCharge(
       // An earlier attempt got past `reserved` and may have charged before it died or lost the
       // answer. The provider's own dedupe window may have expired, so ask first and adopt.
       // Anything but null is an answer, checked by the caller.
+      const reservedAt = charge.reservation?.at ?? new Date();
       const found: unknown = await callProvider(
-        (signal) => provider.findCharge(charge.providerKey, { signal }),
+        (signal) => provider.findCharge(charge.providerKey, { signal, reservedAt }),
         budget(),
       );
-      if (found !== null) return { answer: found, adopted: true };
+      if (found !== null) return { kind: 'answer', answer: found, adopted: true };
+      const untrusted = untrustedNotFound(provider, charge.reservation);
+      if (untrusted) return { kind: 'untrusted', reason: untrusted };
     }
-    if (whenNotFound === 'cancel') return null;
+    if (whenNotFound === 'cancel') return { kind: 'notFound' };
     const input: CreateChargeInput = {
       providerKey: charge.providerKey,
       customerId: charge.request.customerId,
@@ -275,14 +291,33 @@ async function obtainProviderCharge(
       (signal) => provider.createCharge(input, { signal }),
       budget(),
     );
-    return { answer: created, adopted: false };
+    return { kind: 'answer', answer: created, adopted: false };
   } catch (error) {
     // Whether money moved is unknown. Keep `reserved`: the next attempt asks the provider.
     await releaseAfterFailure(env, charge, error);
     if (error instanceof SimulatedCrashError) throw error;
     if (error instanceof ProviderTransientError) {
-      throw new ProviderUnavailableError(PROVIDER_RETRY_AFTER_MS, { cause: error });
+      throw new ProviderUnavailableError(error.retryAfterMs ?? PROVIDER_RETRY_AFTER_MS, {
+        cause: error,
+      });
     }
     throw new ProviderError({ cause: error });
   }
+}
+
+/**
+ * Why a lookup's "nothing here" cannot be acted on, or null when it can. Within the provider's
+ * idempotency window a charge under the same key is deduplicated, so a lookup that lags is
+ * harmless; past it, only an authoritative lookup may lead to a charge (or a cancel).
+ */
+function untrustedNotFound(
+  provider: EngineEnv['provider'],
+  reservation: Reservation | null,
+): string | null {
+  const windowMs = provider.idempotencyWindowMs;
+  if (provider.lookupIsAuthoritative !== false || windowMs === undefined || reservation === null) {
+    return null;
+  }
+  if (reservation.ageMs < windowMs) return null;
+  return `the provider found no charge under the key, but the reservation is ${Math.round(reservation.ageMs / 60_000)} min old, past the provider's idempotency window (${Math.round(windowMs / 60_000)} min), and its lookup is not authoritative: charging (or cancelling) on that answer could charge twice (or lose a charge)`;
 }

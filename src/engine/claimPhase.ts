@@ -12,6 +12,7 @@ import { withStore } from '../store/storeErrors.js';
 import { takeOverKey } from '../store/takeOverKey.js';
 import type { EngineEnv } from './engineEnv.js';
 import type { HeldLease } from './lease.js';
+import type { Reservation } from '../store/reservation.js';
 import { replayOf, retryAfterForLease } from './outcomes.js';
 import { runReserveHook } from './reserveHook.js';
 import type { ChargeOutcome } from './types.js';
@@ -25,6 +26,8 @@ export type OwnedKey = {
   providerMayHaveCharged: boolean;
   /** The lease this attempt now holds. */
   lease: HeldLease;
+  /** When the charge intent was written; null when this attempt writes it. */
+  reservation: Reservation | null;
 };
 
 /** What the claim phase decided. */
@@ -98,6 +101,7 @@ export async function claimPhase(
           providerKey,
           providerMayHaveCharged: false,
           lease: { setAt: claimSentAt },
+          reservation: null,
         },
       };
     case 'rejected':
@@ -140,6 +144,7 @@ export async function claimPhase(
       // At `started` no intent was written, so no attempt can have called the provider.
       providerMayHaveCharged: taken.recoveryPoint === 'reserved',
       lease: { setAt: takeOverSentAt },
+      reservation: taken.reservation,
     },
   };
 }

@@ -59,6 +59,7 @@ async function runPhases(
     providerKey: owned.providerKey,
     request: v.request,
     lease: owned.lease,
+    reservation: owned.reservation,
   };
   let point = owned.point;
   let providerMayHaveCharged = owned.providerMayHaveCharged;

@@ -21,6 +21,15 @@ export type ProviderCharge = {
 /** Options for every provider call. */
 export type ProviderCallOptions = { signal: AbortSignal };
 
+/** Options of a lookup. */
+export type FindChargeOptions = ProviderCallOptions & {
+  /**
+   * When the charge intent was written, by PostgreSQL's clock: the charge, if any, was made at or
+   * after it, so a lookup may bound a listing by creation time around it.
+   */
+  reservedAt: Date;
+};
+
 /**
  * The port a payment provider adapter implements.
  *
@@ -32,7 +41,21 @@ export interface PaymentProvider {
   /** Charges, deduplicating on `input.providerKey`. */
   createCharge(input: CreateChargeInput, opts: ProviderCallOptions): Promise<ProviderCharge>;
   /** Finds the charge made under `providerKey`, whether or not the provider still dedupes it. */
-  findCharge(providerKey: string, opts: ProviderCallOptions): Promise<ProviderCharge | null>;
+  findCharge(providerKey: string, opts: FindChargeOptions): Promise<ProviderCharge | null>;
+  /**
+   * How long the provider deduplicates `createCharge` on `providerKey` (Stripe: 24 hours). Within
+   * it, a lookup that misses a charge is harmless: charging again under the key returns the first
+   * charge. Unset: as long as chargeonce can tell.
+   */
+  readonly idempotencyWindowMs?: number;
+  /**
+   * Whether a `null` from `findCharge` proves that no charge was made under the key (a search
+   * that lags behind does not). When false, a key whose reservation is older than
+   * `idempotencyWindowMs` and whose lookup finds nothing is parked for a person, never charged
+   * or cancelled on that answer.
+   * @defaultValue `true`
+   */
+  readonly lookupIsAuthoritative?: boolean;
 }
 
 /**
@@ -42,10 +65,13 @@ export interface PaymentProvider {
 export class ProviderTransientError extends Error {
   /** Where the failure happened, for logs (`timeout`, `reset`, `http_503`, …). */
   readonly reason: string;
+  /** How long the provider asked callers to wait (its `Retry-After`), if it said. */
+  readonly retryAfterMs: number | undefined;
 
-  constructor(reason: string, options?: { cause?: unknown }) {
+  constructor(reason: string, options?: { cause?: unknown; retryAfterMs?: number }) {
     super(`Transient payment provider failure: ${reason}`, { cause: options?.cause });
     this.name = 'ProviderTransientError';
     this.reason = reason;
+    this.retryAfterMs = options?.retryAfterMs;
   }
 }

@@ -105,14 +105,19 @@ export function createHttpProvider(options: HttpProviderOptions): PaymentProvide
       throw mapFetchFailure(error, signal);
     }
     const details = { status, body: text, retryAfterMs: parseRetryAfter(retryAfter) };
+    // The provider's Retry-After travels with the error: the engine hands it to its caller.
+    const retryAfterMs =
+      details.retryAfterMs === undefined ? {} : { retryAfterMs: details.retryAfterMs };
     if (status === 429) {
       throw new ProviderTransientError('http_429', {
         cause: new ProviderHttpError(`provider answered 429`, details),
+        ...retryAfterMs,
       });
     }
     if (status >= 500) {
       throw new ProviderTransientError('http_5xx', {
         cause: new ProviderHttpError(`provider answered ${status}`, details),
+        ...retryAfterMs,
       });
     }
     if (status < 200 || status > 299) {

@@ -1,4 +1,5 @@
 import {
+  ChargeNeedsAttentionError,
   ChargeOnceError,
   IdempotencyKeyInUseError,
   ProviderAnswerInvalidError,
@@ -166,6 +167,7 @@ async function finishKey(
         scoped,
         lockToken: key.lockToken,
         lease: { setAt: pickSentAt },
+        reservation: key.reservation,
         chargeId: key.chargeId,
         providerKey:
           key.providerKey ??
@@ -185,7 +187,9 @@ async function finishKey(
     }
   } catch (error) {
     // The phase parked the key with the reason.
-    if (error instanceof ProviderAnswerInvalidError) return 'failed';
+    if (error instanceof ProviderAnswerInvalidError || error instanceof ChargeNeedsAttentionError) {
+      return 'failed';
+    }
     if (error instanceof ProviderUnavailableError || error instanceof ProviderError) {
       // The provider could not say whether it charged; the phase released the lease and noted
       // why. Only now does the attempt count matter: past it, a person takes over.

@@ -1,6 +1,12 @@
 import { z } from 'zod';
 import { sql, type CommonQueryMethods } from 'slonik';
 import { nowPlusMs } from './keyState.js';
+import {
+  reservationColumns,
+  reservationSelect,
+  toReservation,
+  type Reservation,
+} from './reservation.js';
 import type { Tables } from './tables.js';
 
 /** An abandoned key the sweeper now holds, with everything needed to finish it. */
@@ -17,6 +23,8 @@ export type AbandonedKey = {
   lastError: string | null;
   /** Null at `started`: no intent yet. */
   providerKey: string | null;
+  /** When the charge intent was written, and how long ago; null at `started`. */
+  reservation: Reservation | null;
 };
 
 const abandonedRow = z.object({
@@ -30,6 +38,7 @@ const abandonedRow = z.object({
   attempts: z.number().int(),
   last_error: z.string().nullable(),
   provider_key: z.string().nullable(),
+  ...reservationColumns,
 });
 
 /**
@@ -69,7 +78,7 @@ export async function pickAbandonedKeys(
     )
     SELECT t.merchant_id, t.operation, t.key, t.request, t.recovery_point,
       t.charge_id::text AS charge_id, t.lock_token::text AS lock_token, t.attempts, t.last_error,
-      c.provider_key
+      c.provider_key, ${reservationSelect}
     FROM taken t
     LEFT JOIN ${tables.charges} c ON c.merchant_id = t.merchant_id AND c.id = t.charge_id
   `);
@@ -84,5 +93,6 @@ export async function pickAbandonedKeys(
     attempts: row.attempts,
     lastError: row.last_error,
     providerKey: row.provider_key,
+    reservation: toReservation(row),
   }));
 }

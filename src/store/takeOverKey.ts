@@ -1,6 +1,12 @@
 import { z } from 'zod';
 import { sql, type CommonQueryMethods } from 'slonik';
 import { nowPlusMs, RECOVERY_POINTS, type ScopedKey } from './keyState.js';
+import {
+  reservationColumns,
+  reservationSelect,
+  toReservation,
+  type Reservation,
+} from './reservation.js';
 import type { Tables } from './tables.js';
 
 /** What an attempt that took a key over resumes from. */
@@ -10,6 +16,8 @@ export type TakenKey = {
   attempts: number;
   /** Null at `started`: the charge intent is not written yet. */
   providerKey: string | null;
+  /** When the charge intent was written, and how long ago (PostgreSQL's clock); null at `started`. */
+  reservation: Reservation | null;
 };
 
 const takenRow = z.object({
@@ -17,6 +25,7 @@ const takenRow = z.object({
   charge_id: z.string(),
   attempts: z.number().int(),
   provider_key: z.string().nullable(),
+  ...reservationColumns,
 });
 
 /**
@@ -44,7 +53,8 @@ export async function takeOverKey(
         AND (lock_token IS NULL OR locked_until <= now())
       RETURNING merchant_id, recovery_point, charge_id, attempts
     )
-    SELECT t.recovery_point, t.charge_id::text AS charge_id, t.attempts, c.provider_key
+    SELECT t.recovery_point, t.charge_id::text AS charge_id, t.attempts, c.provider_key,
+      ${reservationSelect}
     FROM taken t
     LEFT JOIN ${tables.charges} c ON c.merchant_id = t.merchant_id AND c.id = t.charge_id
   `);
@@ -54,5 +64,6 @@ export async function takeOverKey(
     chargeId: row.charge_id,
     attempts: row.attempts,
     providerKey: row.provider_key,
+    reservation: toReservation(row),
   };
 }

@@ -163,20 +163,28 @@ describe('every fault, seen through the HTTP adapter', () => {
 
   it('lookups get hang, 5xx and 429 too, but never the queued faults', async () => {
     const { server, provider } = await start({ rates: { tooManyRequests: 1 } });
-    expect(await transientReason(provider.findCharge('co_x', forever()))).toBe('http_429');
+    expect(
+      await transientReason(provider.findCharge('co_x', { ...forever(), reservedAt: new Date() })),
+    ).toBe('http_429');
     server.setRates({ tooManyRequests: 0, errorBeforeCharge: 1 });
-    expect(await transientReason(provider.findCharge('co_x', forever()))).toBe('http_5xx');
+    expect(
+      await transientReason(provider.findCharge('co_x', { ...forever(), reservedAt: new Date() })),
+    ).toBe('http_5xx');
     server.setRates({ errorBeforeCharge: 0 });
 
     server.failNext('resetAfterCharge');
-    await expect(provider.findCharge('co_x', forever())).resolves.toBeNull();
+    await expect(
+      provider.findCharge('co_x', { ...forever(), reservedAt: new Date() }),
+    ).resolves.toBeNull();
     expect(await transientReason(provider.createCharge(aCharge(), forever()))).toBe('reset');
   });
 
   it('with faultLookups: false, lookups answer whatever the rates', async () => {
     const { provider } = await start({ rates: { errorBeforeCharge: 1 }, faultLookups: false });
 
-    await expect(provider.findCharge('co_x', forever())).resolves.toBeNull();
+    await expect(
+      provider.findCharge('co_x', { ...forever(), reservedAt: new Date() }),
+    ).resolves.toBeNull();
     expect(await transientReason(provider.createCharge(aCharge(), forever()))).toBe('http_5xx');
   });
 
@@ -185,7 +193,9 @@ describe('every fault, seen through the HTTP adapter', () => {
     await server.close();
 
     expect(await transientReason(provider.createCharge(aCharge(), forever()))).toBe('network');
-    expect(await transientReason(provider.findCharge('co_x', forever()))).toBe('network');
+    expect(
+      await transientReason(provider.findCharge('co_x', { ...forever(), reservedAt: new Date() })),
+    ).toBe('network');
   });
 });
 
@@ -208,7 +218,9 @@ describe('answers that are bugs, not transient failures', () => {
     const { server } = await start();
     const provider = createHttpProvider({ baseUrl: `${server.url}/not-the-api/` });
 
-    const error = await failure(provider.findCharge('co_x', forever()));
+    const error = await failure(
+      provider.findCharge('co_x', { ...forever(), reservedAt: new Date() }),
+    );
 
     expect(error).not.toBeInstanceOf(ProviderTransientError);
     expect((error as ProviderHttpError).status).toBe(404);
@@ -286,7 +298,9 @@ describe('the idempotency window', () => {
       [input.providerKey, second.id],
     ]);
     expect(server.ledger()[0]?.createdAt).toBe(new Date(1_000_000).toISOString());
-    await expect(provider.findCharge(input.providerKey, forever())).resolves.toEqual(first);
+    await expect(
+      provider.findCharge(input.providerKey, { ...forever(), reservedAt: new Date() }),
+    ).resolves.toEqual(first);
   });
 
   it('a window of 0 forgets at once: every POST charges', async () => {
@@ -297,7 +311,9 @@ describe('the idempotency window', () => {
     await provider.createCharge(input, forever());
 
     expect(server.ledger()).toHaveLength(2);
-    await expect(provider.findCharge(input.providerKey, forever())).resolves.toEqual(first);
+    await expect(
+      provider.findCharge(input.providerKey, { ...forever(), reservedAt: new Date() }),
+    ).resolves.toEqual(first);
   });
 
   it('forgetIdempotencyKeys() forgets now; the ledger stays', async () => {
@@ -313,7 +329,9 @@ describe('the idempotency window', () => {
 
   it('findCharge of a key never used is null', async () => {
     const { provider } = await start();
-    await expect(provider.findCharge('co_never', forever())).resolves.toBeNull();
+    await expect(
+      provider.findCharge('co_never', { ...forever(), reservedAt: new Date() }),
+    ).resolves.toBeNull();
   });
 });
 

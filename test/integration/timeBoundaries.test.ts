@@ -337,3 +337,94 @@ describe('provider answers are checked', () => {
     expect(stuck?.reason).toContain('USD');
   });
 });
+
+describe("the provider's idempotency window", () => {
+  const HOUR = 3_600_000;
+  /** A key interrupted at `reserved`, its intent written `ageMs` ago. */
+  const seedAged = async (merchantId: string, ageMs: number) => {
+    const key = aKey();
+    const request = aRequest({ merchantId });
+    await seedInterruptedKey(db.pool, db.tables, key, request, 'reserved');
+    await db.pool.query(sql.unsafe`
+      UPDATE ${db.tables.charges} SET created_at = now() - ${ageMs}::float8 * interval '1 millisecond'
+      WHERE merchant_id = ${merchantId}`);
+    return { key, request };
+  };
+  /** A provider whose lookup lags (finds nothing) and says so. */
+  const laggingLookup = (seen: Date[] = []) => {
+    const fake = createFakeProvider();
+    const provider: PaymentProvider = {
+      idempotencyWindowMs: HOUR,
+      lookupIsAuthoritative: false,
+      findCharge: (_key, opts) => {
+        seen.push(opts.reservedAt);
+        return Promise.resolve(null);
+      },
+      createCharge: (input, opts) => fake.createCharge(input, opts),
+    };
+    return { provider, fake };
+  };
+
+  it('past the window, a lookup that cannot be trusted parks the key instead of charging', async () => {
+    const seen: Date[] = [];
+    const { provider, fake } = laggingLookup(seen);
+    const { key, request } = await seedAged('m_tb_window_past', 2 * HOUR);
+    const engine = engineWith({ provider });
+
+    await expect(engine.processCharge(key, request)).rejects.toBeInstanceOf(
+      ChargeNeedsAttentionError,
+    );
+
+    expect(fake.calls.createCharge).toBe(0);
+    const [stuck] = (await engine.listStuck()).filter((s) => s.key === key);
+    expect(stuck?.reason).toMatch(/past the provider's idempotency window/);
+    // The lookup was told when the intent was written, by the database's clock.
+    expect(Math.abs(Date.now() - 2 * HOUR - seen[0]!.getTime())).toBeLessThan(60_000);
+  });
+
+  it('the sweeper parks it too rather than cancel on that answer', async () => {
+    const { provider, fake } = laggingLookup();
+    const { key } = await seedAged('m_tb_window_sweep', 2 * HOUR);
+    const engine = engineWith({ provider });
+
+    expect((await engine.sweep()).failed).toBeGreaterThanOrEqual(1);
+
+    expect(fake.calls.createCharge).toBe(0);
+    expect(await readKey(db.pool, db.tables, 'm_tb_window_sweep', key)).toMatchObject({
+      recovery_point: 'failed',
+    });
+  });
+
+  it('within the window the same lookup is harmless: the charge goes out under the same key', async () => {
+    const { provider, fake } = laggingLookup();
+    const { key, request } = await seedAged('m_tb_window_within', 10 * 60_000);
+
+    expect((await engineWith({ provider }).processCharge(key, request)).status).toBe('succeeded');
+    expect(fake.ledger()).toHaveLength(1);
+  });
+
+  it('an authoritative lookup may be acted on past the window', async () => {
+    const { provider, fake } = laggingLookup();
+    const { key, request } = await seedAged('m_tb_window_authoritative', 2 * HOUR);
+    const authoritative: PaymentProvider = { ...provider, lookupIsAuthoritative: true };
+
+    expect((await engineWith({ provider: authoritative }).processCharge(key, request)).status).toBe(
+      'succeeded',
+    );
+    expect(fake.ledger()).toHaveLength(1);
+  });
+
+  it("a provider's Retry-After becomes the caller's retryAfterMs", async () => {
+    const provider: PaymentProvider = {
+      findCharge: () => Promise.resolve(null),
+      createCharge: () =>
+        Promise.reject(new ProviderTransientError('http_429', { retryAfterMs: 7_000 })),
+    };
+    const error = await engineWith({ provider })
+      .processCharge(aKey(), aRequest({ merchantId: 'm_tb_retry_after' }))
+      .catch((e: unknown) => e);
+
+    expect(error).toBeInstanceOf(ProviderUnavailableError);
+    expect((error as ProviderUnavailableError).retryAfterMs).toBe(7_000);
+  });
+});
