@@ -14,7 +14,8 @@ const USAGE = `Usage: chargeonce <command> [options]
 
 Commands:
   sweep    finish abandoned charges of one operation (needs --provider)
-  reap     delete completed keys older than the retention (every operation)
+  reap     reap completed keys older than the retention to tombstones, and delete
+           tombstones older than theirs (every operation)
   status   keys per recovery point, abandoned and stuck keys (every operation)
   requeue  put a key parked in failed back for the sweeper (needs --merchant and --key);
            exits 1 when no failed key matched
@@ -33,6 +34,9 @@ Options:
   --grace-ms MS          sweep: idle time before a key counts as abandoned (default 30000)
   --max-attempts N       sweep: attempts before a key is parked as failed (default 5)
   --retention-ms MS      reap: keep completed keys this long (default 72 h)
+  --tombstone-retention-ms MS
+                         reap: keep tombstones this long after completion (default 30 days,
+                         or ten times --retention-ms if longer); use your engine's setting
   --json                 print JSON
 `;
 
@@ -64,6 +68,7 @@ async function main(argv: string[]): Promise<number> {
       'grace-ms': { type: 'string' },
       'max-attempts': { type: 'string' },
       'retention-ms': { type: 'string' },
+      'tombstone-retention-ms': { type: 'string' },
       json: { type: 'boolean', default: false },
       help: { type: 'boolean', short: 'h', default: false },
     },
@@ -94,6 +99,7 @@ async function main(argv: string[]): Promise<number> {
     graceMs: numberOption(values['grace-ms'], 'grace-ms'),
     maxAttempts: numberOption(values['max-attempts'], 'max-attempts'),
     retentionMs: numberOption(values['retention-ms'], 'retention-ms'),
+    tombstoneRetentionMs: numberOption(values['tombstone-retention-ms'], 'tombstone-retention-ms'),
     json: values.json,
   };
   switch (command) {

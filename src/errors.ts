@@ -127,8 +127,8 @@ export class ProviderError extends ChargeOnceError {
 }
 
 /**
- * The key was parked in the `failed` state after the recovery worker's `maxAttempts`: a person
- * must look at it (`engine.listStuck()` says why). Not retryable as is.
+ * The key is parked in the `failed` state: a person must look at it (`engine.listStuck()` says
+ * why), then `engine.requeue(...)` puts it back for the sweeper. Not retryable as is.
  */
 export class ChargeNeedsAttentionError extends ChargeOnceError {
   constructor(options?: { cause?: unknown }) {

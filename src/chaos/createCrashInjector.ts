@@ -28,6 +28,7 @@ export type FaultRates = {
   /** The chance an attempt stalls at one of `STALL_POINTS` for longer than its lease. */
   stallRate: number;
   leaseMs: number;
+  providerTimeoutMs: number;
 };
 
 /** Share of attempts that claim on their own commit: only they can crash at `started`. */
@@ -37,13 +38,16 @@ const SEPARATE_CLAIM_SHARE = 0.25;
  * Draws an attempt's faults: with `crashRate`, one crash point picked at random, which fires the
  * first time the attempt reaches it (a point the attempt never reaches, such as
  * `afterClaimCommit` on a retry, leaves it healthy); with `stallRate`, one stall point where the
- * attempt waits a lease and up to half a lease more, once.
+ * attempt waits, once, from a lease less the provider budget up to a lease and a half.
  */
 export function createCrashInjector(random: () => number, rates: FaultRates): AttemptFaults {
   const separateClaim = random() < SEPARATE_CLAIM_SHARE;
   const point = random() < rates.crashRate ? pickFrom(CRASH_POINTS, random) : null;
   const stall = random() < rates.stallRate ? pickFrom(STALL_POINTS, random) : null;
-  const stallMs = rates.leaseMs + Math.floor(random() * (rates.leaseMs / 2));
+  // From a lease less the provider budget (the lease may run out mid-call, were it not
+  // renewed) to a lease and a half (it is surely over).
+  const shortest = Math.max(0, rates.leaseMs - rates.providerTimeoutMs);
+  const stallMs = shortest + Math.floor(random() * (1.5 * rates.leaseMs - shortest));
   if (point === null && stall === null) {
     return { faults: undefined, point, stall, separateClaim };
   }

@@ -86,6 +86,7 @@ export async function reconcile(options: ReconcileOptions): Promise<ReconcileRep
   const byProviderKey = groupBy(options.providerLedger, (e) => e.providerKey);
   const localByProviderKey = new Map(charges.map((c) => [c.providerKey, c]));
   const merchants = options.merchantIds ? new Set(options.merchantIds) : null;
+  const refused = (local: LocalChargeRow) => isRefusedAnswer(local, byProviderKey);
 
   for (const [providerKey, made] of byProviderKey) {
     if (made.length > 1) {
@@ -110,11 +111,11 @@ export async function reconcile(options: ReconcileOptions): Promise<ReconcileRep
       }
       continue;
     }
-    if (!isRefusedAnswer(local)) checkAgainstProvider(local, made, violations);
+    if (!refused(local)) checkAgainstProvider(local, made, violations);
   }
 
   for (const local of charges) {
-    if (isRefusedAnswer(local)) continue;
+    if (refused(local)) continue;
     const made = byProviderKey.get(local.providerKey);
     if (!made && (local.status === 'succeeded' || local.status === 'declined')) {
       violations.push({
@@ -166,7 +167,7 @@ export async function reconcile(options: ReconcileOptions): Promise<ReconcileRep
 
   return {
     violations,
-    parked: charges.filter(isRefusedAnswer).map((c) => ({
+    parked: charges.filter(refused).map((c) => ({
       merchantId: c.merchantId,
       key: c.key as string,
       chargeId: c.chargeId,
@@ -185,11 +186,24 @@ function isFinished(recoveryPoint: string | null): boolean {
   return recoveryPoint === 'completed' || recoveryPoint === 'expired';
 }
 
-/** Parked by the engine because it refused the provider's answer (see `ParkedKey`). */
-function isRefusedAnswer(local: LocalChargeRow): boolean {
+/**
+ * Parked by the engine because it refused the provider's answer (see `ParkedKey`), and rightly:
+ * a refusal for the amount or currency must match what the provider's records say it charged.
+ * (A malformed answer or a charge id given twice leaves no trace in the records to check.)
+ */
+function isRefusedAnswer(
+  local: LocalChargeRow,
+  byProviderKey: ReadonlyMap<string, readonly ProviderLedgerEntry[]>,
+): boolean {
+  const reason = local.lastError ?? '';
+  if (local.recoveryPoint !== 'failed' || !reason.startsWith(REFUSED_ANSWER_REASON_PREFIX)) {
+    return false;
+  }
+  if (/malformed|already recorded/.test(reason)) return true;
+  const first = byProviderKey.get(local.providerKey)?.[0];
   return (
-    local.recoveryPoint === 'failed' &&
-    (local.lastError ?? '').startsWith(REFUSED_ANSWER_REASON_PREFIX)
+    first !== undefined &&
+    (first.amountMinor !== local.amountMinor || first.currency !== local.currency)
   );
 }
 

@@ -48,8 +48,8 @@ export type ChaosOptions = {
    */
   crashRate?: number;
   /**
-   * The chance that an attempt stalls for longer than its lease (a lease and up to half a lease
-   * more) at a random one of `STALL_POINTS`: a claim whose COMMIT is acknowledged late, a pause
+   * The chance that an attempt stalls for about a lease (from a lease less the provider budget up
+   * to a lease and a half) at a random one of `STALL_POINTS`: a claim whose COMMIT is acknowledged late, a pause
    * before the provider call, a completion held up after it. Meanwhile the background sweeper
    * may take the key over.
    * @defaultValue `0.02`

@@ -19,7 +19,7 @@ Options:
   --kill-rate P             per settled charge, chance a worker is SIGKILLed (default: 0.01)
   --crash-rate P            per attempt, chance of a crash at a random crash point (default: 0.05)
   --abandon-rate P          per failed attempt, chance its client walks away (default: 0.05)
-  --stall-rate P            per attempt, chance it stalls past its lease after the claim commit,
+  --stall-rate P            per attempt, chance it stalls about a lease after the claim commit,
                             before the provider call or after it (default: 0.02)
   --clock-step-rate P       per attempt, chance its process's wall clock steps ±1 min or ±1 h
                             first (default: 0.005)

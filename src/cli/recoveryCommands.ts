@@ -15,6 +15,7 @@ export type RecoveryCommandOptions = {
   graceMs?: number;
   maxAttempts?: number;
   retentionMs?: number;
+  tombstoneRetentionMs?: number;
   json: boolean;
 };
 
@@ -63,13 +64,16 @@ export async function sweepCommand(options: RecoveryCommandOptions, print: Print
   }
 }
 
-/** `chargeonce reap`: deletes completed keys past retention. */
+/** `chargeonce reap`: reaps completed keys past retention to tombstones, purges old tombstones. */
 export async function reapCommand(options: RecoveryCommandOptions, print: Print): Promise<void> {
   const engine = createChargeEngine({
     pool: options.databaseUrl,
     provider: noProvider,
     ...(options.schema ? { schema: options.schema } : {}),
     ...(options.retentionMs === undefined ? {} : { retentionMs: options.retentionMs }),
+    ...(options.tombstoneRetentionMs === undefined
+      ? {}
+      : { tombstoneRetentionMs: options.tombstoneRetentionMs }),
   });
   try {
     const reaped = await engine.reap({ limit: options.limit ?? Number.MAX_SAFE_INTEGER });

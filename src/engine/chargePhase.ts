@@ -92,20 +92,31 @@ export async function chargePhase(
     providerCharge.status === 'declined' ? (providerCharge.declineCode ?? null) : null;
   const completion = terminal(charge, providerCharge.status, providerCharge.id, declineCode);
   const completeHook = env.hooks.complete;
-  await writeTerminal(
-    env,
-    charge,
-    completion,
-    completeHook &&
-      ((tx) =>
-        completeHook(tx, {
-          ...hookContext(charge),
-          status: providerCharge.status,
-          providerChargeId: providerCharge.id,
-          declineCode,
-          adopted,
-        })),
-  );
+  try {
+    await writeTerminal(
+      env,
+      charge,
+      completion,
+      completeHook &&
+        ((tx) =>
+          completeHook(tx, {
+            ...hookContext(charge),
+            status: providerCharge.status,
+            providerChargeId: providerCharge.id,
+            declineCode,
+            adopted,
+          })),
+    );
+  } catch (error) {
+    // The provider answered with a charge another key of this merchant already recorded: not
+    // this request's charge, whatever it says.
+    if (!isDuplicateProviderChargeId(error)) throw error;
+    return parkRefusedAnswer(
+      env,
+      charge,
+      `provider charge ${providerCharge.id} is already recorded for another charge of this merchant`,
+    );
+  }
   crashPoint(env, 'afterCompleteCommit', charge.scoped);
   return { outcome: outcomeOf(charge, completion), source: adopted ? 'adopted' : 'created' };
 }
@@ -260,7 +271,11 @@ async function obtainProviderCharge(
   // One budget for the lookup and the charge together, on the monotonic clock: an attempt never
   // spends more than providerTimeoutMs at the provider, so it is done there before its lease
   // can be taken, whatever the wall clock does.
-  const deadline = env.clock.now() + env.providerTimeoutMs;
+  // Capped by the lease too, so the rule holds by construction, not only by the margin.
+  const deadline = Math.min(
+    env.clock.now() + env.providerTimeoutMs,
+    charge.lease.setAt + env.leaseMs - env.leaseMarginMs,
+  );
   const budget = () => deadline - env.clock.now();
   try {
     if (charge.providerMayHaveCharged) {
@@ -320,4 +335,15 @@ function untrustedNotFound(
   }
   if (reservation.ageMs < windowMs) return null;
   return `the provider found no charge under the key, but the reservation is ${Math.round(reservation.ageMs / 60_000)} min old, past the provider's idempotency window (${Math.round(windowMs / 60_000)} min), and its lookup is not authoritative: charging (or cancelling) on that answer could charge twice (or lose a charge)`;
+}
+
+/** The unique index on a merchant's provider charge ids refused the completion. */
+function isDuplicateProviderChargeId(error: unknown): boolean {
+  for (let e: unknown = error; e instanceof Error; e = e.cause) {
+    const fields = e as { code?: unknown; constraint?: unknown };
+    if (fields.code === '23505' && fields.constraint === 'charges_provider_charge_id_key') {
+      return true;
+    }
+  }
+  return false;
 }

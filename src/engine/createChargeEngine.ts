@@ -37,7 +37,11 @@ export type ChargeEngine = {
    * @throws {StoreUnavailableError} PostgreSQL is out of reach; retry with the same key.
    * @throws {ProviderError} the provider adapter threw something that is not transient; the key
    * was released at its recovery point.
-   * @throws {ChargeNeedsAttentionError} the recovery worker parked the key in `failed`.
+   * @throws {ChargeNeedsAttentionError} the key is parked in `failed` (`listStuck()` says why).
+   * @throws {ProviderAnswerInvalidError} the provider answered with a charge that does not match
+   * the request (or does not fit the port); the key was parked.
+   * @throws {IdempotencyKeyExpiredError} the key completed and was reaped to a tombstone; it is
+   * not charged again.
    * An error thrown by one of your hooks passes through unchanged (the phase rolled back).
    */
   processCharge(key: string, request: ChargeRequest): Promise<ChargeOutcome>;
@@ -48,7 +52,9 @@ export type ChargeEngine = {
    */
   sweep(options?: SweepOptions): Promise<SweepResult>;
   /**
-   * Deletes completed keys older than `retentionMs`, in batches; returns how many.
+   * Reaps completed keys older than `retentionMs` to tombstones (a retry is refused, never charged
+   * again) and deletes tombstones older than `tombstoneRetentionMs`, in batches; returns how many
+   * keys it reaped.
    * @throws {StoreUnavailableError} PostgreSQL is out of reach.
    */
   reap(options?: ReapOptions): Promise<number>;
@@ -60,7 +66,11 @@ export type ChargeEngine = {
    * @throws {StoreUnavailableError} PostgreSQL is out of reach.
    */
   requeue(target: { merchantId: string; key: string; operation?: string }): Promise<boolean>;
-  /** Keys parked in `failed` after `maxAttempts`, oldest first, with why. */
+  /**
+   * Keys parked in `failed`, oldest first, with why: the provider could not answer past
+   * `maxAttempts`, refused a provider answer, a lookup that cannot be trusted past the provider's
+   * window, a hook that kept failing, or a stored request that cannot be read.
+   */
   listStuck(options?: { limit?: number }): Promise<StuckKey[]>;
   /** Keys per recovery point, abandoned keys, and the age of the oldest unfinished key. */
   status(): Promise<KeyStatus>;
@@ -220,7 +230,8 @@ function buildEnv(options: ChargeEngineOptions): EngineEnv {
       `providerTimeoutMs + leaseMarginMs (${providerTimeoutMs} + ${leaseMarginMs}) must be less than leaseMs (${leaseMs}): an attempt calls the provider only while its lease outlasts both`,
     );
   }
-  const tombstoneRetentionMs = options.tombstoneRetentionMs ?? DEFAULTS.tombstoneRetentionMs;
+  const tombstoneRetentionMs =
+    options.tombstoneRetentionMs ?? Math.max(DEFAULTS.tombstoneRetentionMs, 10 * retentionMs);
   requirePositiveInteger('tombstoneRetentionMs', tombstoneRetentionMs);
   if (tombstoneRetentionMs <= retentionMs) {
     throw new InvalidConfigurationError(

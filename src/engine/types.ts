@@ -161,7 +161,7 @@ export type ChargeEngineOptions = {
    * its completion: a retry within it is refused with `IdempotencyKeyExpiredError`, never charged
    * again. Past it the key is forgotten and may be used afresh. Must exceed `retentionMs`; keep it
    * longer than any client, queue or person could retry.
-   * @defaultValue `30 * 24 * 3600_000` (30 days)
+   * @defaultValue `30 * 24 * 3600_000` (30 days), or ten times `retentionMs` if that is longer
    */
   tombstoneRetentionMs?: number;
   /** The monotonic clock leases and provider budgets are measured on. */

@@ -200,7 +200,9 @@ async function finishKey(
     }
     if (error instanceof IdempotencyKeyInUseError) return 'skipped';
     if (error instanceof ChargeOnceError) throw error;
-    // A hook threw: the phase rolled back and released the lease; a later pass retries.
-    return 'skipped';
+    // A hook threw: the phase rolled back and released the lease; a later pass retries, until
+    // the hook has failed past maxAttempts (then it is a person's to fix, not a loop's).
+    if (key.attempts <= settings.maxAttempts) return 'skipped';
+    return park(`a hook kept failing after ${key.attempts} attempts: ${errorText(error)}`);
   }
 }

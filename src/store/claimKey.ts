@@ -48,8 +48,8 @@ export async function claimKey(
       ${input.providerKey}::text)`);
   if (row?.claimed) return { kind: 'claimed' };
   if (row) return { kind: 'existing', state: toKeyState(keyStateRow.parse(row)) };
-  // No row: the key conflicted, then was deleted (reaped, or released by the sweeper) before
-  // the function read it. Look once more; the caller retries the claim if it is gone.
+  // No row: the key conflicted, then was deleted (released by the sweeper at `started`, or a
+  // tombstone purged) before the function read it. Look once more; the caller retries the claim if it is gone.
   const state = await findKey(db, tables, input);
   return state ? { kind: 'existing', state } : { kind: 'vanished' };
 }

@@ -100,6 +100,31 @@ describe('chargeonce command', () => {
     expect(left).toBe(0);
   });
 
+  it('reap honours --tombstone-retention-ms: tombstones past it are deleted', async () => {
+    await seedAbandonedKeys(db.pool, db.tables, 2, aRequest({ merchantId: 'm_cli_tomb' }));
+    await db.pool.query(sql.unsafe`
+      UPDATE ${db.tables.keys} SET recovery_point = 'completed', response_status = 201,
+        response_body = '{}', lock_token = NULL, locked_until = NULL,
+        completed_at = now() - interval '100 hours'
+      WHERE merchant_id = 'm_cli_tomb'`);
+    const count = () =>
+      db.pool.oneFirst(sql.type(z.object({ n: z.number() }))`
+        SELECT count(*)::int4 AS n FROM ${db.tables.keys} WHERE merchant_id = 'm_cli_tomb'`);
+
+    await cli('reap', '--database-url', db.url, '--retention-ms', '1000');
+    expect(await count()).toBe(2); // tombstones, kept for 30 days by default
+    await cli(
+      'reap',
+      '--database-url',
+      db.url,
+      '--retention-ms',
+      '1000',
+      '--tombstone-retention-ms',
+      String(99 * 3_600_000),
+    );
+    expect(await count()).toBe(0);
+  });
+
   it('refuses --operation where it would change nothing (reap and status cover every operation)', async () => {
     const error = (await cli('reap', '--database-url', db.url, '--operation', 'refund').catch(
       (e: unknown) => e,

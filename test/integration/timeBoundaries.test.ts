@@ -300,6 +300,33 @@ describe('provider answers are checked', () => {
     expect((await readCharges(db.pool, db.tables, request.merchantId))[0]?.status).toBe('reserved');
   });
 
+  it.each([
+    { name: 'without hooks', hooks: {} },
+    { name: 'with a complete hook', hooks: { complete: () => Promise.resolve() } },
+  ])(
+    'a charge id the provider already gave another key is refused, not a raw database error ($name)',
+    async ({ name, hooks }) => {
+      const fake = createFakeProvider();
+      const provider: PaymentProvider = {
+        findCharge: (k, o) => fake.findCharge(k, o),
+        createCharge: async (input, opts) => ({
+          ...(await fake.createCharge(input, opts)),
+          id: 'pch_always_the_same',
+        }),
+      };
+      const engine = engineWith({ provider, hooks });
+      const merchantId = `m_tb_same_charge_id_${name.length}`;
+      await engine.processCharge(aKey(), aRequest({ merchantId }));
+      const key = aKey();
+
+      await expect(engine.processCharge(key, aRequest({ merchantId }))).rejects.toBeInstanceOf(
+        ProviderAnswerInvalidError,
+      );
+      const [stuck] = (await engine.listStuck()).filter((s) => s.key === key);
+      expect(stuck?.reason).toMatch(/already recorded for another charge/);
+    },
+  );
+
   it('a malformed answer parks the key with a readable reason', async () => {
     // Before: the key stayed `reserved` with an empty last_error and a message about slonik.
     const provider: PaymentProvider = {
