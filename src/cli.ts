@@ -1,6 +1,7 @@
 #!/usr/bin/env node
 import { parseArgs } from 'node:util';
 import { chaosCommand } from './cli/chaosCommand.js';
+import { conformanceCommand } from './cli/conformanceCommand.js';
 import { describeError } from './cli/describeError.js';
 import {
   reapCommand,
@@ -21,6 +22,9 @@ Commands:
            exits 1 when no failed key matched
   chaos    charge through crashes, kills and provider faults, then reconcile
            (options: chargeonce chaos --help)
+  conformance
+           run a fixed battery of checks against your provider adapter
+           (options: chargeonce conformance --help)
 
 Options:
   --database-url URL     PostgreSQL (default: $DATABASE_URL)
@@ -52,6 +56,9 @@ async function main(argv: string[]): Promise<number> {
   // `chaos` has options of its own and parses them itself.
   if (argv[0] === 'chaos') {
     return (await chaosCommand(argv.slice(1), print)) === 'failed' ? 1 : 0;
+  }
+  if (argv[0] === 'conformance') {
+    return (await conformanceCommand(argv.slice(1), print)) === 'failed' ? 1 : 0;
   }
   const { positionals, values } = parseArgs({
     args: argv,

@@ -183,6 +183,14 @@ function probeLookups(provider: PaymentProvider) {
   let found: ProviderCharge | null = null;
   return {
     provider: {
+      // What the engine reads of the provider itself (its window, whether its lookup is
+      // authoritative) must go through the probe too.
+      ...(provider.idempotencyWindowMs === undefined
+        ? {}
+        : { idempotencyWindowMs: provider.idempotencyWindowMs }),
+      ...(provider.lookupIsAuthoritative === undefined
+        ? {}
+        : { lookupIsAuthoritative: provider.lookupIsAuthoritative }),
       createCharge: (input, opts) => provider.createCharge(input, opts),
       findCharge: async (providerKey, opts) => {
         const charge = await provider.findCharge(providerKey, opts);

@@ -1,3 +1,4 @@
+import { randomInt } from 'node:crypto';
 import { parseArgs } from 'node:util';
 import { DEFAULT_PROVIDER_FAULTS, type ChaosOptions } from '../chaos/resolveChaosOptions.js';
 import { runChaos } from '../chaos/runChaos.js';
@@ -46,6 +47,13 @@ Options:
   --seed N                  seed of every random choice (default: random, reported)
   --provider MODULE         your adapter: default export ({ baseUrl }) => PaymentProvider, or a
                             PaymentProvider; optional export ledger() for the reconciler
+  --provider stripe         the Stripe adapter on the official SDK, against stripe-stateful-mock
+                            (a Stripe emulator, started here) behind a fault proxy that applies
+                            the hang, error, reset and rate-limit rates; --decline-rate picks
+                            declining cards; the reconciler reads the emulator's charges. Wrong
+                            amounts, malformed answers and outages do not apply; with
+                            --workers 0 clock steps do not either (the emulator shares the
+                            harness's clock)
   --json                    print the report as JSON
 `;
 
@@ -145,20 +153,69 @@ export async function chaosCommand(
     ...(values.provider ? { providerModule: values.provider } : {}),
   };
 
-  const bar = process.stderr.isTTY ? createProgressBar(process.stderr) : null;
-  const database = await openDatabase(values['database-url']);
+  const stripe = values.provider === 'stripe' ? await startStripe(options) : null;
   try {
-    const report = await runChaos({
-      ...options,
-      databaseUrl: database.url,
-      ...(bar ? { onProgress: (p) => bar.update(p) } : {}),
-    }).finally(() => bar?.clear());
-    if (values.json) print(JSON.stringify(report, null, 2));
-    else renderChaosReport(report).forEach((line) => print(line));
-    return report.ok ? 'passed' : 'failed';
+    const bar = process.stderr.isTTY ? createProgressBar(process.stderr) : null;
+    const database = await openDatabase(values['database-url']);
+    try {
+      const report = await runChaos({
+        ...options,
+        ...(stripe ? stripe.options : {}),
+        databaseUrl: database.url,
+        ...(bar ? { onProgress: (p) => bar.update(p) } : {}),
+      }).finally(() => bar?.clear());
+      const proxy = stripe ? { ...stripe.chaos.counts } : null;
+      if (values.json) {
+        print(JSON.stringify(proxy ? { ...report, stripeProxy: proxy } : report, null, 2));
+      } else {
+        renderChaosReport(report).forEach((line) => print(line));
+        if (proxy) print(renderProxyCounts(proxy));
+      }
+      return report.ok ? 'passed' : 'failed';
+    } finally {
+      await database.stop();
+    }
   } finally {
-    await database.stop();
+    await stripe?.chaos.close();
   }
+}
+
+/**
+ * `--provider stripe`: the emulator and its fault proxy, started for this run, and the options
+ * that point the harness at them. The seed is drawn here when not given, so the proxy's faults
+ * and the harness's draw from the same one.
+ */
+async function startStripe(options: Omit<ChaosOptions, 'databaseUrl'>) {
+  // Imported only now: stripe and stripe-stateful-mock are development dependencies.
+  const { startStripeChaos } = await import('../chaos/stripe/startStripeChaos.js');
+  const seed = options.seed ?? randomInt(2 ** 31);
+  const faults = { ...DEFAULT_PROVIDER_FAULTS, ...options.providerFaults };
+  const latency = options.latencyMs ?? 20;
+  const chaos = await startStripeChaos({
+    seed,
+    faults,
+    declineRate: faults.decline,
+    latencyMs: typeof latency === 'number' ? latency : latency.max,
+    // A hung request's connection is torn down a second after the engine gave up on it.
+    requestTimeoutMs: (options.providerTimeoutMs ?? 1_000) + 1_000,
+  });
+  return {
+    chaos,
+    options: {
+      seed,
+      providerModule: chaos.moduleUrl,
+      // The emulator answers honestly: the fake server's own faults have no part in this run.
+      providerFaults: {},
+      ...(options.workers === 0 ? { clockStepRate: 0 } : {}),
+    } satisfies Partial<ChaosOptions>,
+  };
+}
+
+function renderProxyCounts(counts: Record<string, number | undefined>): string {
+  const parts = Object.entries(counts)
+    .filter(([, n]) => (n ?? 0) > 0)
+    .map(([fault, n]) => `${fault} ${n}`);
+  return `Stripe requests through the fault proxy: ${parts.join(', ')} (the provider faults and charges above count the harness's fake provider, unused in this run)`;
 }
 
 /** `--database-url`, else `DATABASE_URL`, else an embedded PostgreSQL started for this run. */

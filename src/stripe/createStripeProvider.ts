@@ -241,9 +241,9 @@ export function untilAborted<T>(promise: Promise<T>, signal: AbortSignal): Promi
         signal.removeEventListener('abort', onAbort);
         resolve(value);
       },
-      (error: unknown) => {
+      (error: Error) => {
         signal.removeEventListener('abort', onAbort);
-        reject(error as Error);
+        reject(error);
       },
     );
   });
