@@ -11,7 +11,11 @@ import {
   SimulatedCrashError,
   StoreUnavailableError,
 } from '../errors.js';
-import type { PaymentProvider, ProviderCharge } from '../provider/PaymentProvider.js';
+import {
+  declaredTraits,
+  type PaymentProvider,
+  type ProviderCharge,
+} from '../provider/PaymentProvider.js';
 import type { CrashPoint } from '../engine/types.js';
 import type { ChaosOperation } from './chaosOperation.js';
 import { createCrashInjector } from './createCrashInjector.js';
@@ -183,14 +187,7 @@ function probeLookups(provider: PaymentProvider) {
   let found: ProviderCharge | null = null;
   return {
     provider: {
-      // What the engine reads of the provider itself (its window, whether its lookup is
-      // authoritative) must go through the probe too.
-      ...(provider.idempotencyWindowMs === undefined
-        ? {}
-        : { idempotencyWindowMs: provider.idempotencyWindowMs }),
-      ...(provider.lookupIsAuthoritative === undefined
-        ? {}
-        : { lookupIsAuthoritative: provider.lookupIsAuthoritative }),
+      ...declaredTraits(provider),
       createCharge: (input, opts) => provider.createCharge(input, opts),
       findCharge: async (providerKey, opts) => {
         const charge = await provider.findCharge(providerKey, opts);

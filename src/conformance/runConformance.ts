@@ -1,5 +1,6 @@
 import { randomUUID } from 'node:crypto';
 import {
+  declaredTraits,
   ProviderTransientError,
   type CreateChargeInput,
   type PaymentProvider,
@@ -281,12 +282,7 @@ function settlingWithin(provider: PaymentProvider, ms: number): PaymentProvider 
       );
     });
   return {
-    ...(provider.idempotencyWindowMs === undefined
-      ? {}
-      : { idempotencyWindowMs: provider.idempotencyWindowMs }),
-    ...(provider.lookupIsAuthoritative === undefined
-      ? {}
-      : { lookupIsAuthoritative: provider.lookupIsAuthoritative }),
+    ...declaredTraits(provider),
     createCharge: (input, opts) => deadline(() => provider.createCharge(input, opts)),
     findCharge: (providerKey, opts) => deadline(() => provider.findCharge(providerKey, opts)),
   };

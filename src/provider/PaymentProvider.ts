@@ -75,3 +75,20 @@ export class ProviderTransientError extends Error {
     this.retryAfterMs = options?.retryAfterMs;
   }
 }
+
+/**
+ * What a provider declares about itself beyond its methods (its idempotency window, whether its
+ * lookup is authoritative), for a wrapper to carry over: the engine reads them off the provider.
+ */
+export function declaredTraits(
+  provider: PaymentProvider,
+): Pick<PaymentProvider, 'idempotencyWindowMs' | 'lookupIsAuthoritative'> {
+  return {
+    ...(provider.idempotencyWindowMs === undefined
+      ? {}
+      : { idempotencyWindowMs: provider.idempotencyWindowMs }),
+    ...(provider.lookupIsAuthoritative === undefined
+      ? {}
+      : { lookupIsAuthoritative: provider.lookupIsAuthoritative }),
+  };
+}

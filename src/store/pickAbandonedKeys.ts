@@ -20,7 +20,6 @@ export type AbandonedKey = {
   chargeId: string;
   lockToken: string;
   attempts: number;
-  lastError: string | null;
   /** Null at `started`: no intent yet. */
   providerKey: string | null;
   /** When the charge intent was written, and how long ago; null at `started`. */
@@ -36,7 +35,6 @@ const abandonedRow = z.object({
   charge_id: z.string(),
   lock_token: z.string(),
   attempts: z.number().int(),
-  last_error: z.string().nullable(),
   provider_key: z.string().nullable(),
   ...reservationColumns,
 });
@@ -74,10 +72,10 @@ export async function pickAbandonedKeys(
       FROM picked p
       WHERE k.merchant_id = p.merchant_id AND k.operation = p.operation AND k.key = p.key
       RETURNING k.merchant_id, k.operation, k.key, k.request, k.recovery_point, k.charge_id,
-        k.lock_token, k.attempts, k.last_error
+        k.lock_token, k.attempts
     )
     SELECT t.merchant_id, t.operation, t.key, t.request, t.recovery_point,
-      t.charge_id::text AS charge_id, t.lock_token::text AS lock_token, t.attempts, t.last_error,
+      t.charge_id::text AS charge_id, t.lock_token::text AS lock_token, t.attempts,
       c.provider_key, ${reservationSelect}
     FROM taken t
     LEFT JOIN ${tables.charges} c ON c.merchant_id = t.merchant_id AND c.id = t.charge_id
@@ -91,7 +89,6 @@ export async function pickAbandonedKeys(
     chargeId: row.charge_id,
     lockToken: row.lock_token,
     attempts: row.attempts,
-    lastError: row.last_error,
     providerKey: row.provider_key,
     reservation: toReservation(row),
   }));

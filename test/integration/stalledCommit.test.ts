@@ -1,10 +1,10 @@
 import { setTimeout as sleep } from 'node:timers/promises';
 import { afterAll, beforeAll, describe, expect, it, inject } from 'vitest';
 import { sql } from 'slonik';
-import { createChargeEngine, createFakeProvider, type SweepResult } from '../../src/index.js';
+import { createChargeEngine, createFakeProvider } from '../../src/index.js';
 import { createTestDatabase, type TestDatabase } from '../support/testDatabase.js';
 import { adminQuery } from '../support/postgres.js';
-import { aKey, aRequest, readKey, waitFor } from '../support/charges.js';
+import { aKey, aRequest, readKey, sweepingDuringCharge, waitFor } from '../support/charges.js';
 
 // A real stalled COMMIT, no fault injection: the claim's transaction asks for synchronous
 // commit while the only synchronous standby named does not exist, so PostgreSQL holds the
@@ -38,12 +38,7 @@ describe('a claim whose COMMIT stalls past the lease', () => {
       providerTimeoutMs: 300,
       sweepGraceMs: 0,
     });
-    let sweptDuringCharge: SweepResult | null = null;
-    const provider = createFakeProvider({
-      beforeAnswer: async (method) => {
-        if (method === 'createCharge') sweptDuringCharge = await sweeper.sweep();
-      },
-    });
+    const { provider, swept } = sweepingDuringCharge(() => sweeper.sweep());
     const engine = createChargeEngine({
       pool: db.pool,
       provider,
@@ -77,7 +72,7 @@ describe('a claim whose COMMIT stalls past the lease', () => {
     const outcome = await charging;
 
     expect(outcome.status).toBe('succeeded');
-    expect(sweptDuringCharge).toMatchObject({ examined: 0, cancelled: 0 });
+    expect(swept()).toMatchObject({ examined: 0, cancelled: 0 });
     expect(provider.ledger()).toHaveLength(1);
     expect(await readKey(db.pool, db.tables, request.merchantId, key)).toMatchObject({
       recovery_point: 'completed',

@@ -23,6 +23,7 @@ import {
   readKey,
   seedAbandonedKeys,
   seedInterruptedKey,
+  sweepingDuringCharge,
 } from '../support/charges.js';
 
 // Each hole below was reproduced against the engine before its fix: the comment on each test
@@ -64,12 +65,7 @@ describe('the lease covers the provider call', () => {
       leaseMs: 1_000,
       providerTimeoutMs: 300,
     });
-    let sweptDuringCharge: SweepResult | null = null;
-    const provider = createFakeProvider({
-      beforeAnswer: async (method) => {
-        if (method === 'createCharge') sweptDuringCharge = await sweeper.sweep();
-      },
-    });
+    const { provider, swept } = sweepingDuringCharge(() => sweeper.sweep());
     const engine = engineWith({
       provider,
       leaseMs: 1_000,
@@ -82,7 +78,7 @@ describe('the lease covers the provider call', () => {
     const outcome = await engine.processCharge(key, request);
 
     expect(outcome.status).toBe('succeeded');
-    expect(sweptDuringCharge).toMatchObject({ examined: 0, cancelled: 0 });
+    expect(swept()).toMatchObject({ examined: 0, cancelled: 0 });
     expect(provider.ledger()).toHaveLength(1);
     expect(await readKey(db.pool, db.tables, request.merchantId, key)).toMatchObject({
       recovery_point: 'completed',
@@ -132,12 +128,7 @@ describe('the lease covers the provider call', () => {
     const key = aKey();
     const request = aRequest({ merchantId: 'm_tb_separate' });
     const sweeper = engineWith({ provider: createFakeProvider(), clock });
-    let sweptDuringCharge: SweepResult | null = null;
-    const provider = createFakeProvider({
-      beforeAnswer: async (method) => {
-        if (method === 'createCharge') sweptDuringCharge = await sweeper.sweep();
-      },
-    });
+    const { provider, swept } = sweepingDuringCharge(() => sweeper.sweep());
     const engine = engineWith({
       provider,
       clock,
@@ -154,7 +145,7 @@ describe('the lease covers the provider call', () => {
     });
 
     expect((await engine.processCharge(key, request)).status).toBe('succeeded');
-    expect(sweptDuringCharge).toMatchObject({ examined: 0, cancelled: 0 });
+    expect(swept()).toMatchObject({ examined: 0, cancelled: 0 });
     expect(provider.ledger()).toHaveLength(1);
   });
 

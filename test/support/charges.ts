@@ -4,6 +4,8 @@ import { sql, type DatabasePool } from 'slonik';
 import type { ChargeRequest } from '../../src/request.js';
 import { deriveProviderKey, validateChargeRequest } from '../../src/request.js';
 import type { Tables } from '../../src/store/tables.js';
+import { createFakeProvider, type FakeProvider } from '../../src/provider/createFakeProvider.js';
+import type { SweepResult } from '../../src/recovery/sweep.js';
 
 /** A valid request; override what a test cares about. */
 export function aRequest(overrides: Partial<ChargeRequest> = {}): ChargeRequest {
@@ -161,4 +163,21 @@ export async function seedAbandonedKeys(
       ${request.currency}, provider_key, 'reserved'
     FROM seeded`);
   return seeds;
+}
+
+/**
+ * A fake provider that runs `sweep` while it is being asked to charge: a recovery worker racing
+ * an attempt that is at the provider. `swept()` is what that sweep did, or null if none ran.
+ */
+export function sweepingDuringCharge(sweep: () => Promise<SweepResult>): {
+  provider: FakeProvider;
+  swept: () => SweepResult | null;
+} {
+  let swept: SweepResult | null = null;
+  const provider = createFakeProvider({
+    beforeAnswer: async (method) => {
+      if (method === 'createCharge') swept = await sweep();
+    },
+  });
+  return { provider, swept: () => swept };
 }
