@@ -7,11 +7,11 @@ import {
   ChargeOnceError,
   createChargeEngine,
   createEnginePool,
-  createFakeProvider,
   migrate,
   type ChargeOutcome,
   type ChargeRequest,
 } from '../src/index.js';
+import { createFakeProvider } from '../src/testing/index.js';
 import { runChaos } from '../src/chaos/runChaos.js';
 import { createProgressBar } from '../src/cli/createProgressBar.js';
 import { renderChaosReport } from '../src/cli/renderChaosReport.js';

@@ -8,16 +8,14 @@
 // and 503s can be tried by hand too. Ctrl-C stops everything; a second Ctrl-C forces it.
 import { createServer, type IncomingMessage } from 'node:http';
 import { randomUUID } from 'node:crypto';
+import { createChargeEngine, createEnginePool, migrate } from '../src/index.js';
+import { createChargeHandler } from '../src/http/index.js';
 import {
-  createChargeEngine,
-  createChargeHandler,
-  createEnginePool,
   createHttpProvider,
   FAKE_SERVER_FAULTS,
-  migrate,
   startFakeProviderServer,
   type FakeServerRates,
-} from '../src/index.js';
+} from '../src/testing/index.js';
 import { startDatabase } from './support/database.js';
 
 /**

@@ -46,60 +46,8 @@ export type {
   ProviderCallOptions,
   ProviderCharge,
 } from './provider/PaymentProvider.js';
-export { createFakeProvider } from './provider/createFakeProvider.js';
-export type {
-  FakeFault,
-  FakeLedgerEntry,
-  FakeProvider,
-  FakeProviderOptions,
-} from './provider/createFakeProvider.js';
 export type { SweepOptions, SweepResult } from './recovery/sweep.js';
 export type { ReapOptions } from './recovery/reap.js';
 export type { RecoveryLoopOptions } from './recovery/startRecovery.js';
 export type { StuckKey } from './store/listFailedKeys.js';
 export type { KeyStatus } from './store/readKeyStatus.js';
-export { startFakeProviderServer } from './provider/fakeProviderServer.js';
-export type {
-  FakeProviderServer,
-  FakeProviderServerOptions,
-  FakeServerStats,
-} from './provider/fakeProviderServer.js';
-export { FAKE_SERVER_FAULTS } from './provider/createFaultSchedule.js';
-export type {
-  FakeServerFault,
-  FakeServerRates,
-  LatencyRange,
-} from './provider/createFaultSchedule.js';
-export type { FakeServerLedgerEntry } from './provider/createProviderLedger.js';
-export { createHttpProvider, ProviderHttpError } from './provider/createHttpProvider.js';
-export type { HttpProviderOptions } from './provider/createHttpProvider.js';
-export { createChargeHandler } from './http/createChargeHandler.js';
-export type { ChargeHandler, ChargeHandlerOptions } from './http/createChargeHandler.js';
-export type { ChargeRequestBody } from './http/parseChargeBody.js';
-export { createChargeClient } from './client/createChargeClient.js';
-export type {
-  ChargeClient,
-  ChargeClientOptions,
-  ChargeOptions,
-  ChargeResult,
-} from './client/createChargeClient.js';
-export { ChargeClientError } from './client/ChargeClientError.js';
-export type { ChargeClientErrorCode, ChargeClientResponse } from './client/ChargeClientError.js';
-export { reconcile } from './chaos/reconcile.js';
-export type {
-  ObservedResponse,
-  ProviderLedgerEntry,
-  ReconcileOptions,
-  ReconcileReport,
-  Violation,
-} from './chaos/reconcile.js';
-export { runChaos } from './chaos/runChaos.js';
-export { DEFAULT_PROVIDER_FAULTS } from './chaos/resolveChaosOptions.js';
-export type { ChaosOptions } from './chaos/resolveChaosOptions.js';
-export type {
-  ChaosProgress,
-  ChaosReport,
-  UnexpectedError,
-  UnsettledOperation,
-} from './chaos/ChaosReport.js';
-export type { ChaosProviderFactory, ChaosProviderModule } from './chaos/loadChaosProvider.js';

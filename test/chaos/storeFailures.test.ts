@@ -4,14 +4,12 @@ import { z } from 'zod';
 import {
   createChargeEngine,
   createEnginePool,
-  createFakeProvider,
   IdempotencyKeyInUseError,
   migrate,
-  reconcile,
   StoreUnavailableError,
   type ChargeEngine,
-  type ObservedResponse,
 } from '../../src/index.js';
+import { createFakeProvider, reconcile, type ObservedResponse } from '../../src/testing/index.js';
 import {
   startEmbeddedPostgres,
   type EmbeddedServer,

@@ -1,5 +1,5 @@
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { DEFAULT_PROVIDER_FAULTS, runChaos } from '../../src/index.js';
+import { DEFAULT_PROVIDER_FAULTS, runChaos } from '../../src/testing/index.js';
 import { createTestDatabase, type TestDatabase } from '../support/testDatabase.js';
 
 let db: TestDatabase;

@@ -2,11 +2,11 @@ import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import {
   ChargeClientError,
   createChargeClient,
-  createChargeEngine,
-  createChargeHandler,
-  createFakeProvider,
   type ChargeClientOptions,
-} from '../../src/index.js';
+} from '../../src/client/index.js';
+import { createChargeEngine } from '../../src/index.js';
+import { createChargeHandler } from '../../src/http/index.js';
+import { createFakeProvider } from '../../src/testing/index.js';
 import { aGate, aKey, waitFor } from '../support/charges.js';
 import { listen, type RunningServer } from '../support/httpServer.js';
 import { createTestDatabase, type TestDatabase } from '../support/testDatabase.js';

@@ -1,10 +1,10 @@
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import {
   createChargeEngine,
-  createFakeProvider,
   IdempotencyKeyInUseError,
   type ChargeOutcome,
 } from '../../src/index.js';
+import { createFakeProvider } from '../../src/testing/index.js';
 import { createTestDatabase, type TestDatabase } from '../support/testDatabase.js';
 import { aKey, aRequest, readCharges } from '../support/charges.js';
 

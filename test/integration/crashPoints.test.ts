@@ -3,13 +3,13 @@ import { sql } from 'slonik';
 import { z } from 'zod';
 import {
   createChargeEngine,
-  createFakeProvider,
   CRASH_POINTS,
   IdempotencyKeyInUseError,
   SimulatedCrashError,
   type ChargeHooks,
   type CrashPoint,
 } from '../../src/index.js';
+import { createFakeProvider } from '../../src/testing/index.js';
 import { createTestDatabase, type TestDatabase } from '../support/testDatabase.js';
 import { aKey, aRequest, expireLease, readCharges, readKey } from '../support/charges.js';
 

@@ -1,14 +1,16 @@
 import { afterEach, describe, expect, it } from 'vitest';
 import {
   createHttpProvider,
-  InvalidConfigurationError,
   ProviderHttpError,
-  ProviderTransientError,
   startFakeProviderServer,
-  type CreateChargeInput,
   type FakeProviderServer,
   type FakeProviderServerOptions,
   type FakeServerFault,
+} from '../../src/testing/index.js';
+import {
+  InvalidConfigurationError,
+  ProviderTransientError,
+  type CreateChargeInput,
   type PaymentProvider,
 } from '../../src/index.js';
 import { seededRandom } from '../../src/provider/seededRandom.js';

@@ -1,9 +1,6 @@
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import {
-  createChargeEngine,
-  createFakeProvider,
-  IdempotencyKeyInUseError,
-} from '../../src/index.js';
+import { createChargeEngine, IdempotencyKeyInUseError } from '../../src/index.js';
+import { createFakeProvider } from '../../src/testing/index.js';
 import { createTestDatabase, type TestDatabase } from '../support/testDatabase.js';
 import { aGate, aKey, aRequest, expireLease, readKey, waitFor } from '../support/charges.js';
 

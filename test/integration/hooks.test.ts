@@ -1,12 +1,8 @@
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { z } from 'zod';
 import { sql, type DatabasePool } from 'slonik';
-import {
-  ChargeRejectedError,
-  createChargeEngine,
-  createFakeProvider,
-  type ChargeHooks,
-} from '../../src/index.js';
+import { ChargeRejectedError, createChargeEngine, type ChargeHooks } from '../../src/index.js';
+import { createFakeProvider } from '../../src/testing/index.js';
 import { createTestDatabase, type TestDatabase } from '../support/testDatabase.js';
 import { aKey, aRequest, countRows, readCharges, readKey } from '../support/charges.js';
 

@@ -1,13 +1,9 @@
 import type { IncomingMessage } from 'node:http';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import {
-  createChargeClient,
-  createChargeEngine,
-  createChargeHandler,
-  createFakeProvider,
-  type ChargeResult,
-  type PaymentProvider,
-} from '../../src/index.js';
+import { createChargeClient, type ChargeResult } from '../../src/client/index.js';
+import { createChargeEngine, type PaymentProvider } from '../../src/index.js';
+import { createChargeHandler } from '../../src/http/index.js';
+import { createFakeProvider } from '../../src/testing/index.js';
 import { sleep } from '../../src/client/sleep.js';
 import { readCharges } from '../support/charges.js';
 import { seeded, startHttpFaultProxy, type FaultChoice } from '../support/httpFaultProxy.js';

@@ -3,12 +3,9 @@ import Fastify, { type FastifyInstance } from 'fastify';
 import type { IncomingMessage } from 'node:http';
 import type { AddressInfo } from 'node:net';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import {
-  createChargeEngine,
-  createChargeHandler,
-  createFakeProvider,
-  type ChargeHandler,
-} from '../../src/index.js';
+import { createChargeEngine } from '../../src/index.js';
+import { createChargeHandler, type ChargeHandler } from '../../src/http/index.js';
+import { createFakeProvider } from '../../src/testing/index.js';
 import { aKey } from '../support/charges.js';
 import { errorOf, send } from '../support/httpRequest.js';
 import { listen } from '../support/httpServer.js';

@@ -4,12 +4,11 @@ import {
   ChargeOnceError,
   ChargeRejectedError,
   createChargeEngine,
-  createChargeHandler,
-  createFakeProvider,
   InvalidConfigurationError,
   type ChargeEngine,
-  type ChargeHandlerOptions,
 } from '../../src/index.js';
+import { createChargeHandler, type ChargeHandlerOptions } from '../../src/http/index.js';
+import { createFakeProvider } from '../../src/testing/index.js';
 import { aGate, aKey, countRows, readKey, waitFor } from '../support/charges.js';
 import { errorOf, send, type RawResponse } from '../support/httpRequest.js';
 import { listen, type RunningServer } from '../support/httpServer.js';

@@ -3,17 +3,19 @@ import { afterAll, afterEach, beforeAll, describe, expect, it } from 'vitest';
 import { z } from 'zod';
 import {
   createChargeEngine,
-  createHttpProvider,
   IdempotencyKeyInUseError,
   ProviderTransientError,
   ProviderUnavailableError,
-  startFakeProviderServer,
   type ChargeEngine,
   type ChargeOutcome,
+} from '../../src/index.js';
+import {
+  createHttpProvider,
+  startFakeProviderServer,
   type FakeProviderServer,
   type FakeProviderServerOptions,
   type FakeServerLedgerEntry,
-} from '../../src/index.js';
+} from '../../src/testing/index.js';
 import { aKey, aRequest, readCharges } from '../support/charges.js';
 import { createTestDatabase, type TestDatabase } from '../support/testDatabase.js';
 

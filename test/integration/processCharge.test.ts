@@ -3,11 +3,11 @@ import { sql } from 'slonik';
 import {
   createChargeEngine,
   createEnginePool,
-  createFakeProvider,
   IdempotencyKeyInUseError,
   IdempotencyKeyReusedError,
   InvalidConfigurationError,
 } from '../../src/index.js';
+import { createFakeProvider } from '../../src/testing/index.js';
 import { createTestDatabase, type TestDatabase } from '../support/testDatabase.js';
 import { aKey, aRequest, countRows, readCharges, readKey, waitFor } from '../support/charges.js';
 

@@ -3,10 +3,10 @@ import { sql } from 'slonik';
 import { z } from 'zod';
 import {
   createChargeEngine,
-  createFakeProvider,
   IdempotencyKeyExpiredError,
   IdempotencyKeyReusedError,
 } from '../../src/index.js';
+import { createFakeProvider } from '../../src/testing/index.js';
 import { createTestDatabase, type TestDatabase } from '../support/testDatabase.js';
 import { aKey, aRequest, readKey, seedAbandonedKeys } from '../support/charges.js';
 

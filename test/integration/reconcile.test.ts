@@ -1,11 +1,7 @@
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { sql } from 'slonik';
-import {
-  createChargeEngine,
-  createFakeProvider,
-  reconcile,
-  type FakeProvider,
-} from '../../src/index.js';
+import { createChargeEngine } from '../../src/index.js';
+import { createFakeProvider, reconcile, type FakeProvider } from '../../src/testing/index.js';
 import { createTestDatabase, type TestDatabase } from '../support/testDatabase.js';
 import { aKey, aRequest, seedAbandonedKeys } from '../support/charges.js';
 

@@ -1,11 +1,11 @@
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import {
   createChargeEngine,
-  createFakeProvider,
   IdempotencyKeyInUseError,
   ProviderError,
   ProviderUnavailableError,
 } from '../../src/index.js';
+import { createFakeProvider } from '../../src/testing/index.js';
 import { createTestDatabase, type TestDatabase } from '../support/testDatabase.js';
 import { aKey, aRequest, readCharges, readKey, seedInterruptedKey } from '../support/charges.js';
 

@@ -1,6 +1,7 @@
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { sql, type DatabasePool } from 'slonik';
-import { createChargeEngine, createEnginePool, createFakeProvider } from '../../src/index.js';
+import { createChargeEngine, createEnginePool } from '../../src/index.js';
+import { createFakeProvider } from '../../src/testing/index.js';
 import { createTestDatabase, type TestDatabase } from '../support/testDatabase.js';
 import { startWireProxy } from '../support/wireProxy.js';
 import { aKey, aRequest, readKey } from '../support/charges.js';

@@ -1,11 +1,7 @@
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { sql } from 'slonik';
-import {
-  createChargeEngine,
-  createFakeProvider,
-  migrate,
-  SchemaNotMigratedError,
-} from '../../src/index.js';
+import { createChargeEngine, migrate, SchemaNotMigratedError } from '../../src/index.js';
+import { createFakeProvider } from '../../src/testing/index.js';
 import { aKey, aRequest } from '../support/charges.js';
 import {
   createEmptyDatabase,

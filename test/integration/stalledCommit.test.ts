@@ -1,7 +1,8 @@
 import { setTimeout as sleep } from 'node:timers/promises';
 import { afterAll, beforeAll, describe, expect, it, inject } from 'vitest';
 import { sql } from 'slonik';
-import { createChargeEngine, createFakeProvider } from '../../src/index.js';
+import { createChargeEngine } from '../../src/index.js';
+import { createFakeProvider } from '../../src/testing/index.js';
 import { createTestDatabase, type TestDatabase } from '../support/testDatabase.js';
 import { adminQuery } from '../support/postgres.js';
 import { aKey, aRequest, readKey, sweepingDuringCharge, waitFor } from '../support/charges.js';

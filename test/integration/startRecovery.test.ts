@@ -1,7 +1,8 @@
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { sql } from 'slonik';
 import { z } from 'zod';
-import { createChargeEngine, createFakeProvider } from '../../src/index.js';
+import { createChargeEngine } from '../../src/index.js';
+import { createFakeProvider } from '../../src/testing/index.js';
 import { startRecovery } from '../../src/recovery/startRecovery.js';
 import { emptySweepResult } from '../../src/recovery/sweep.js';
 import { createTestDatabase, type TestDatabase } from '../support/testDatabase.js';

@@ -4,11 +4,11 @@ import { z } from 'zod';
 import {
   createChargeEngine,
   createEnginePool,
-  createFakeProvider,
   InvalidConfigurationError,
   migrate,
   StoreUnavailableError,
 } from '../../src/index.js';
+import { createFakeProvider } from '../../src/testing/index.js';
 import { aKey, aRequest, waitFor } from '../support/charges.js';
 import { closedPortUrl } from '../support/closedPortUrl.js';
 import { createTestDatabase } from '../support/testDatabase.js';

@@ -4,14 +4,13 @@ import { z } from 'zod';
 import {
   ChargeNeedsAttentionError,
   createChargeEngine,
-  createFakeProvider,
   IdempotencyKeyInUseError,
   StoreUnavailableError,
   ProviderTransientError,
   type ChargeEngine,
-  type FakeProvider,
   type SweepResult,
 } from '../../src/index.js';
+import { createFakeProvider, type FakeProvider } from '../../src/testing/index.js';
 import { createEnginePool } from '../../src/store/resolvePool.js';
 import { addSweepResult, emptySweepResult } from '../../src/recovery/sweep.js';
 import { createTestDatabase, type TestDatabase } from '../support/testDatabase.js';

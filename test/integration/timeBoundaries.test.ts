@@ -4,7 +4,6 @@ import { sql } from 'slonik';
 import {
   ChargeNeedsAttentionError,
   createChargeEngine,
-  createFakeProvider,
   IdempotencyKeyInUseError,
   ProviderAnswerInvalidError,
   ProviderTransientError,
@@ -14,6 +13,7 @@ import {
   type PaymentProvider,
   type SweepResult,
 } from '../../src/index.js';
+import { createFakeProvider } from '../../src/testing/index.js';
 import { createTestDatabase, type TestDatabase } from '../support/testDatabase.js';
 import {
   aKey,

@@ -1,5 +1,6 @@
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { createChargeEngine, createFakeProvider, InvalidRequestError } from '../../src/index.js';
+import { createChargeEngine, InvalidRequestError } from '../../src/index.js';
+import { createFakeProvider } from '../../src/testing/index.js';
 import { createTestDatabase, type TestDatabase } from '../support/testDatabase.js';
 import { aKey, aRequest, countRows } from '../support/charges.js';
 

@@ -4,20 +4,22 @@ import { sql } from 'slonik';
 import {
   ChargeNeedsAttentionError,
   createChargeEngine,
-  createFakeProvider,
   CRASH_POINTS,
   IdempotencyKeyExpiredError,
   IdempotencyKeyInUseError,
   ProviderAnswerInvalidError,
   ProviderUnavailableError,
-  reconcile,
   SimulatedCrashError,
   StoreUnavailableError,
   type CrashPoint,
+} from '../../src/index.js';
+import {
+  createFakeProvider,
+  reconcile,
   type FakeFault,
   type FakeProvider,
   type ObservedResponse,
-} from '../../src/index.js';
+} from '../../src/testing/index.js';
 import { createTestDatabase, type TestDatabase } from '../support/testDatabase.js';
 import { aRequest } from '../support/charges.js';
 

@@ -2,10 +2,9 @@ import { afterEach, describe, expect, it, vi } from 'vitest';
 import {
   ChargeClientError,
   createChargeClient,
-  InvalidConfigurationError,
-  InvalidRequestError,
   type ChargeClientOptions,
-} from '../../src/index.js';
+} from '../../src/client/index.js';
+import { InvalidConfigurationError, InvalidRequestError } from '../../src/index.js';
 import { backoffDelay, parseRetryAfter } from '../../src/client/retryPolicy.js';
 import { errorResponse } from '../../src/http/errorResponse.js';
 import { IdempotencyKeyExpiredError, ProviderAnswerInvalidError } from '../../src/errors.js';

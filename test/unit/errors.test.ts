@@ -2,7 +2,6 @@ import { describe, expect, expectTypeOf, it } from 'vitest';
 import * as chargeonce from '../../src/index.js';
 import {
   CHARGE_ONCE_ERROR_CODES,
-  ChargeClientError,
   ChargeNeedsAttentionError,
   ChargeOnceError,
   ChargeRejectedError,
@@ -18,9 +17,9 @@ import {
   SchemaVersionError,
   SimulatedCrashError,
   StoreUnavailableError,
-  type ChargeClientErrorCode,
   type ChargeOnceErrorCode,
 } from '../../src/index.js';
+import { ChargeClientError, type ChargeClientErrorCode } from '../../src/client/index.js';
 import { HttpEdgeError, type HttpEdgeErrorCode } from '../../src/http/HttpEdgeError.js';
 
 describe('error taxonomy', () => {

@@ -1,0 +1,10 @@
+// chargeonce/client: the retrying HTTP client. No database code: safe for browsers and edge runtimes.
+export { createChargeClient } from './createChargeClient.js';
+export type {
+  ChargeClient,
+  ChargeClientOptions,
+  ChargeOptions,
+  ChargeResult,
+} from './createChargeClient.js';
+export { ChargeClientError } from './ChargeClientError.js';
+export type { ChargeClientErrorCode, ChargeClientResponse } from './ChargeClientError.js';
