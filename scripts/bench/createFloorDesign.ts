@@ -66,6 +66,8 @@ export function createFloorDesign(pool: DatabasePool, provider: BenchProvider): 
       const charge = await provider.createCharge(
         {
           providerKey,
+          merchantId: request.merchantId,
+          chargeId,
           customerId: request.customerId,
           amountMinor: request.amountMinor,
           currency: request.currency,

@@ -52,6 +52,8 @@ export function createNaiveDesign(pool: DatabasePool, provider: BenchProvider): 
       const charge = await provider.createCharge(
         {
           providerKey: key,
+          merchantId: request.merchantId,
+          chargeId,
           customerId: request.customerId,
           amountMinor: request.amountMinor,
           currency: request.currency,

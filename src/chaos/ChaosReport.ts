@@ -95,9 +95,12 @@ export type ChaosReport = {
   processesKilled: number;
   /** Worker processes started, the first ones included. */
   processesStarted: number;
-  /** What the fake provider server injected, from its stats. */
+  /**
+   * What the harness's fake provider server injected, from its stats: all zero when a provider
+   * module brings its own provider (its faults are its own to count).
+   */
   providerFaults: Record<FakeServerFault, number>;
-  /** Charges the fake provider really made, duplicates included. */
+  /** Charges in the provider ledger the run was reconciled against, duplicates included. */
   providerCharges: number;
   /** Outcomes that were stored ones (`replayed: true`). */
   replays: number;

@@ -317,7 +317,7 @@ async function runAgainst(
     processesKilled: fleet.processesKilled,
     processesStarted: fleet.processesStarted,
     providerFaults: stats.faults,
-    providerCharges: stats.charges,
+    providerCharges: ledger.length,
     replays: counts.replays,
     adoptions: {
       total: counts.adoptions + sweep.adopted + backgroundTotals.sweep.adopted,

@@ -215,7 +215,7 @@ function renderProxyCounts(counts: Record<string, number | undefined>): string {
   const parts = Object.entries(counts)
     .filter(([, n]) => (n ?? 0) > 0)
     .map(([fault, n]) => `${fault} ${n}`);
-  return `Stripe requests through the fault proxy: ${parts.join(', ')} (the provider faults and charges above count the harness's fake provider, unused in this run)`;
+  return `Stripe requests through the fault proxy: ${parts.join(', ')}`;
 }
 
 /** `--database-url`, else `DATABASE_URL`, else an embedded PostgreSQL started for this run. */

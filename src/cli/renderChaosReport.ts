@@ -13,7 +13,7 @@ export function renderChaosReport(report: ChaosReport): string[] {
     `chargeonce chaos: run ${report.runId}, seed ${report.seed}, ${report.charges} charges ${where} × ${c.concurrency}, ${seconds} s`,
     '',
   ];
-  const row = (label: string, value: number, detail = '') =>
+  const row = (label: string, value: number | string, detail = '') =>
     lines.push(`  ${label.padEnd(18)} ${String(value).padStart(7)}   ${detail}`.trimEnd());
 
   row('charges settled', report.settled, `of ${report.charges}: ${list(report.outcomes)}`);
@@ -31,7 +31,11 @@ export function renderChaosReport(report: ChaosReport): string[] {
     `${report.outages.refusedRequests} requests refused, ${c.outageMs} ms each`,
   );
   row('processes killed', report.processesKilled, `${report.processesStarted} started`);
-  row('provider faults', sum(report.providerFaults), list(report.providerFaults));
+  if (c.ledger === 'provider-module') {
+    row('provider faults', '-', 'injected by the provider module, not the harness');
+  } else {
+    row('provider faults', sum(report.providerFaults), list(report.providerFaults));
+  }
   row('provider charges', report.providerCharges);
   row('replays', report.replays);
   row(

@@ -84,6 +84,8 @@ export async function runConformance(options: ConformanceOptions): Promise<Confo
   const newKey = () => `conformance-${randomUUID()}`;
   const input = (overrides: Partial<CreateChargeInput> = {}): CreateChargeInput => ({
     providerKey: newKey(),
+    merchantId: 'conformance',
+    chargeId: randomUUID(),
     customerId: fixture.customerId,
     amountMinor: 2_000,
     currency: currencies[0] ?? 'USD',

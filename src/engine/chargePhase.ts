@@ -294,6 +294,8 @@ async function obtainProviderCharge(
     if (whenNotFound === 'cancel') return { kind: 'notFound' };
     const input: CreateChargeInput = {
       providerKey: charge.providerKey,
+      merchantId: charge.scoped.merchantId,
+      chargeId: charge.chargeId,
       customerId: charge.request.customerId,
       amountMinor: charge.request.amountMinor,
       currency: charge.request.currency,

@@ -2,6 +2,10 @@
 export type CreateChargeInput = {
   /** Stable across every retry of one operation; the provider must dedupe on it. */
   providerKey: string;
+  /** The merchant the charge is for: worth recording with the charge, to find it by hand. */
+  merchantId: string;
+  /** chargeonce's local charge id (a UUID), the same on every retry of the key. */
+  chargeId: string;
   customerId: string;
   amountMinor: number;
   currency: string;

@@ -39,6 +39,8 @@ describe('chargeonce chaos --provider stripe', { timeout: 180_000 }, () => {
     expect(report.config.ledger).toBe('provider-module');
     expect(report.outcomes.succeeded).toBeGreaterThan(0);
     expect(report.outcomes.declined).toBeGreaterThan(0);
+    // Counted from the emulator's own charge list: every success is one charge there.
+    expect(report.providerCharges).toBeGreaterThanOrEqual(report.outcomes.succeeded);
     // Each fault the proxy injects between the SDK and the emulator happened.
     for (const fault of ['dropResponse', 'replaceResponse', 'respond', 'hang'] as const) {
       expect(report.stripeProxy[fault] ?? 0, fault).toBeGreaterThan(0);

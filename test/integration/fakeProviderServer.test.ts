@@ -1,3 +1,4 @@
+import { randomUUID } from 'node:crypto';
 import { afterEach, describe, expect, it } from 'vitest';
 import {
   createHttpProvider,
@@ -34,6 +35,8 @@ function aCharge(overrides: Partial<CreateChargeInput> = {}): CreateChargeInput 
   counter += 1;
   return {
     providerKey: `co_test_${counter}_${Math.random().toString(36).slice(2)}`,
+    merchantId: 'm_fake_server',
+    chargeId: randomUUID(),
     customerId: 'c_42',
     amountMinor: 2000,
     currency: 'NGN',

@@ -1,3 +1,4 @@
+import { randomUUID } from 'node:crypto';
 import { sql } from 'slonik';
 import { afterAll, afterEach, beforeAll, describe, expect, it } from 'vitest';
 import { z } from 'zod';
@@ -102,7 +103,14 @@ describe('the engine over HTTP', () => {
     const [charge] = await readCharges(db.pool, db.tables, 'm_forgetful');
     const provider = createHttpProvider({ baseUrl: server.url });
     await provider.createCharge(
-      { providerKey: charge!.provider_key, customerId: 'c_42', amountMinor: 2000, currency: 'NGN' },
+      {
+        providerKey: charge!.provider_key,
+        merchantId: 'm_test',
+        chargeId: randomUUID(),
+        customerId: 'c_42',
+        amountMinor: 2000,
+        currency: 'NGN',
+      },
       { signal: AbortSignal.timeout(5_000) },
     );
     expect(server.ledger()).toHaveLength(2);

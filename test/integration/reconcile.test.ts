@@ -1,3 +1,4 @@
+import { randomUUID } from 'node:crypto';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { sql } from 'slonik';
 import { createChargeEngine } from '../../src/index.js';
@@ -53,7 +54,14 @@ describe('reconcile', () => {
     const first = provider.ledger()[0]!;
     // The provider charges the same key again, as it would once its window expired.
     await provider.createCharge(
-      { providerKey: first.providerKey, customerId: 'c_42', amountMinor: 2000, currency: 'NGN' },
+      {
+        providerKey: first.providerKey,
+        merchantId: 'm_test',
+        chargeId: randomUUID(),
+        customerId: 'c_42',
+        amountMinor: 2000,
+        currency: 'NGN',
+      },
       { signal: new AbortController().signal },
     );
     const report = await check(provider, 'm_rec_double');
@@ -73,7 +81,14 @@ describe('reconcile', () => {
     await db.pool.query(sql.unsafe`
       UPDATE ${db.tables.charges} SET status = 'cancelled' WHERE merchant_id = 'm_rec_lost'`);
     await provider.createCharge(
-      { providerKey: seed!.providerKey, customerId: 'c_42', amountMinor: 2000, currency: 'NGN' },
+      {
+        providerKey: seed!.providerKey,
+        merchantId: 'm_test',
+        chargeId: randomUUID(),
+        customerId: 'c_42',
+        amountMinor: 2000,
+        currency: 'NGN',
+      },
       { signal: new AbortController().signal },
     );
     const report = await check(provider, 'm_rec_lost');
@@ -83,7 +98,14 @@ describe('reconcile', () => {
   it('finds a provider charge nobody recorded', async () => {
     const provider = createFakeProvider();
     await provider.createCharge(
-      { providerKey: 'co_unknown', customerId: 'c', amountMinor: 1, currency: 'NGN' },
+      {
+        providerKey: 'co_unknown',
+        merchantId: 'm_test',
+        chargeId: randomUUID(),
+        customerId: 'c',
+        amountMinor: 1,
+        currency: 'NGN',
+      },
       { signal: new AbortController().signal },
     );
     const report = await reconcile({ pool: db.pool, providerLedger: provider.ledger() });
@@ -95,7 +117,14 @@ describe('reconcile', () => {
   it('with a merchant filter, judges unrecorded charges only when the ledger is theirs alone', async () => {
     const { provider } = await cleanRun('m_rec_stray');
     await provider.createCharge(
-      { providerKey: 'co_stray', customerId: 'c', amountMinor: 1, currency: 'NGN' },
+      {
+        providerKey: 'co_stray',
+        merchantId: 'm_test',
+        chargeId: randomUUID(),
+        customerId: 'c',
+        amountMinor: 1,
+        currency: 'NGN',
+      },
       { signal: new AbortController().signal },
     );
     expect((await check(provider, 'm_rec_stray')).violations).toEqual([]);

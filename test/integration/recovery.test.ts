@@ -1,3 +1,4 @@
+import { randomUUID } from 'node:crypto';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import {
   createChargeEngine,
@@ -49,7 +50,14 @@ describe('resuming at each recovery point', () => {
     const seeded = await seedInterruptedKey(db.pool, db.tables, key, request, 'reserved');
     // The dead attempt's charge, made before it could record it.
     const made = await provider.createCharge(
-      { providerKey: seeded.providerKey, customerId: 'c_42', amountMinor: 2000, currency: 'NGN' },
+      {
+        providerKey: seeded.providerKey,
+        merchantId: 'm_test',
+        chargeId: randomUUID(),
+        customerId: 'c_42',
+        amountMinor: 2000,
+        currency: 'NGN',
+      },
       { signal: new AbortController().signal },
     );
 

@@ -1,3 +1,4 @@
+import { randomUUID } from 'node:crypto';
 import Stripe from 'stripe';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import {
@@ -106,6 +107,8 @@ async function rejection(promise: Promise<unknown>): Promise<unknown> {
 const signal = () => AbortSignal.timeout(5_000);
 const input = (providerKey: string, overrides: Record<string, unknown> = {}) => ({
   providerKey,
+  merchantId: 'm_stripe_direct',
+  chargeId: randomUUID(),
   customerId: 'tok_visa',
   amountMinor: 2_000,
   currency: 'NGN',
@@ -137,7 +140,12 @@ describe('createStripeProvider through the engine', () => {
       currency: 'usd',
       status: 'succeeded',
       description: 'Order 77',
-      metadata: { order: '77', [STRIPE_METADATA_KEYS.providerKey]: local!.provider_key },
+      metadata: {
+        order: '77',
+        [STRIPE_METADATA_KEYS.providerKey]: local!.provider_key,
+        [STRIPE_METADATA_KEYS.merchantId]: merchantId,
+        [STRIPE_METADATA_KEYS.chargeId]: outcome.chargeId,
+      },
     });
   });
 
@@ -152,7 +160,7 @@ describe('createStripeProvider through the engine', () => {
     // Stripe's own dedupe on the idempotency key, asked directly.
     const [local] = await readCharges(db.pool, db.tables, merchantId);
     const direct = await provider().createCharge(
-      input(local!.provider_key, { customerId: 'tok_visa' }),
+      input(local!.provider_key, { customerId: 'tok_visa', merchantId, chargeId: local!.id }),
       { signal: signal() },
     );
     expect(direct.id).toBe(first.providerChargeId);
@@ -175,7 +183,11 @@ describe('createStripeProvider through the engine', () => {
 
     const [local] = await readCharges(db.pool, db.tables, merchantId);
     const replayedByStripe = await provider().createCharge(
-      input(local!.provider_key, { customerId: 'tok_chargeDeclinedInsufficientFunds' }),
+      input(local!.provider_key, {
+        customerId: 'tok_chargeDeclinedInsufficientFunds',
+        merchantId,
+        chargeId: local!.id,
+      }),
       { signal: signal() },
     );
     expect(replayedByStripe).toEqual({

@@ -1,3 +1,4 @@
+import { randomUUID } from 'node:crypto';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { sql } from 'slonik';
 import { z } from 'zod';
@@ -32,7 +33,14 @@ afterAll(async () => {
 
 const charge = (provider: FakeProvider, providerKey: string) =>
   provider.createCharge(
-    { providerKey, customerId: 'c_42', amountMinor: 2000, currency: 'NGN' },
+    {
+      providerKey,
+      merchantId: 'm_test',
+      chargeId: randomUUID(),
+      customerId: 'c_42',
+      amountMinor: 2000,
+      currency: 'NGN',
+    },
     { signal: new AbortController().signal },
   );
 

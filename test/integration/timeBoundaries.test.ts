@@ -199,6 +199,8 @@ describe('the sweeper asks the provider before it gives up', () => {
     await provider.createCharge(
       {
         providerKey: seed!.providerKey,
+        merchantId: request.merchantId,
+        chargeId: seed!.chargeId,
         customerId: request.customerId,
         amountMinor: request.amountMinor,
         currency: request.currency,
@@ -237,6 +239,8 @@ describe('the sweeper asks the provider before it gives up', () => {
     await provider.createCharge(
       {
         providerKey: seed!.providerKey,
+        merchantId: request.merchantId,
+        chargeId: seed!.chargeId,
         customerId: request.customerId,
         amountMinor: request.amountMinor,
         currency: request.currency,
