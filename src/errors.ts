@@ -76,13 +76,24 @@ export class InvalidRequestError extends ChargeOnceError {
 
 /** The key was already used for a different request (a different fingerprint). */
 export class IdempotencyKeyReusedError extends ChargeOnceError {
-  constructor(options?: { cause?: unknown }) {
+  /**
+   * The request fields whose values differ from the request stored under the key, by name
+   * (`amountMinor`, `metadata.order`, …): never a value, so the stored request is not disclosed.
+   * Empty when the stored request could not be read.
+   */
+  readonly differingFields: readonly string[];
+
+  constructor(options?: { cause?: unknown; differingFields?: readonly string[] }) {
+    const fields = options?.differingFields ?? [];
     super(
       'idempotency_key_reused',
       422,
-      'This idempotency key was already used with a different request.',
+      fields.length === 0
+        ? 'This idempotency key was already used with a different request.'
+        : `This idempotency key was already used with a different request: ${fields.join(', ')} differ.`,
       options,
     );
+    this.differingFields = fields;
   }
 }
 

@@ -1,4 +1,5 @@
 import { randomUUID } from 'node:crypto';
+import type { CommonQueryMethods } from 'slonik';
 import {
   ChargeNeedsAttentionError,
   IdempotencyKeyExpiredError,
@@ -10,6 +11,8 @@ import { claimKey, type ClaimInput } from '../store/claimKey.js';
 import type { ScopedKey } from '../store/keyState.js';
 import { withStore } from '../store/storeErrors.js';
 import { takeOverKey } from '../store/takeOverKey.js';
+import { readCanonicalRequest } from '../store/readCanonicalRequest.js';
+import { differingFields } from './requestDiff.js';
 import type { EngineEnv } from './engineEnv.js';
 import type { HeldLease } from './lease.js';
 import type { Reservation } from '../store/reservation.js';
@@ -114,7 +117,7 @@ export async function claimPhase(
 
   const state = result.state;
   // The fingerprint check comes first: a different request never learns anything of the key.
-  if (state.requestHash !== v.fingerprint) throw new IdempotencyKeyReusedError();
+  if (state.requestHash !== v.fingerprint) throw await reusedKeyError(pool, env, scoped, v);
   if (state.recoveryPoint === 'completed') return { kind: 'response', outcome: replayOf(state) };
   if (state.recoveryPoint === 'expired') throw new IdempotencyKeyExpiredError(state.chargeId);
   if (state.recoveryPoint === 'failed') throw new ChargeNeedsAttentionError();
@@ -147,4 +150,25 @@ export async function claimPhase(
       reservation: taken.reservation,
     },
   };
+}
+
+/**
+ * A 422 that names the fields that differ from the stored request. The extra read happens only
+ * on this path; if it fails, the refusal stands without the names.
+ */
+async function reusedKeyError(
+  pool: CommonQueryMethods,
+  env: EngineEnv,
+  scoped: ScopedKey,
+  v: ValidatedRequest,
+): Promise<IdempotencyKeyReusedError> {
+  try {
+    const stored = await readCanonicalRequest(pool, env.tables, scoped);
+    const incoming = JSON.parse(v.canonical) as Record<string, unknown>;
+    return new IdempotencyKeyReusedError({
+      differingFields: stored === null ? [] : differingFields(stored, incoming),
+    });
+  } catch {
+    return new IdempotencyKeyReusedError();
+  }
 }

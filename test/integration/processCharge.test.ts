@@ -105,9 +105,38 @@ describe('processCharge', () => {
     );
     await expect(
       engine.processCharge(key, aRequest({ metadata: { other: 'yes' } })),
-    ).rejects.toMatchObject({ code: 'idempotency_key_reused', httpStatus: 422 });
+    ).rejects.toMatchObject({
+      code: 'idempotency_key_reused',
+      httpStatus: 422,
+      differingFields: ['metadata'],
+    });
     expect(provider.ledger()).toHaveLength(1);
     expect((await engine.processCharge(key, aRequest())).body).toBe(first.body);
+  });
+
+  it('a 422 names the fields that differ from the stored request, never their values', async () => {
+    const { engine } = setup();
+    const key = aKey();
+    await engine.processCharge(
+      key,
+      aRequest({ description: 'Order 1', metadata: { order: '1', a: 'x' } }),
+    );
+
+    const refusal = await engine
+      .processCharge(
+        key,
+        aRequest({
+          amountMinor: 2001,
+          description: 'Order 1',
+          metadata: { order: '2', a: 'x', b: 'y' },
+        }),
+      )
+      .catch((error: unknown) => error);
+    expect(refusal).toBeInstanceOf(IdempotencyKeyReusedError);
+    const reused = refusal as IdempotencyKeyReusedError;
+    expect(reused.differingFields).toEqual(['amountMinor', 'metadata.b', 'metadata.order']);
+    expect(reused.message).not.toContain('2001');
+    expect(reused.message).toContain('amountMinor');
   });
 
   it('refuses a different request while the key is still in progress (422, not 409)', async () => {
