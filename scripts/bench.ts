@@ -1,18 +1,29 @@
 // `npm run bench`: the engine against the floor (the least database work a correct design must
-// do) and against the naive phased design of the seed articles, side by side in one run. Writes
-// BENCHMARKS.md (a complete full run only) and .bench/results*.json. See parseBenchOptions for
-// the flags and BENCHMARKS.md for the method.
+// do, on node-postgres prepared statements) and against the naive phased design of the seed
+// articles, each also on slonik, side by side in one run. Writes BENCHMARKS.md (a complete full
+// run only) and .bench/results*.json. See parseBenchOptions for the flags and BENCHMARKS.md for
+// the method.
 import { mkdir, writeFile } from 'node:fs/promises';
-import type { DatabasePool } from 'slonik';
-import { createEnginePool } from '../src/index.js';
 import { createBenchDatabase, emptyTables, migrateSchemas } from './bench/benchDatabase.js';
-import type { BenchResults, Sample, ScenarioName, SweepSample } from './bench/BenchResults.js';
+import type {
+  BenchResults,
+  Measurement,
+  ScenarioName,
+  Sample,
+  SweepSample,
+} from './bench/BenchResults.js';
 import { createBenchProvider, type BenchProvider } from './bench/createBenchProvider.js';
+import { applicationNameOf, createDesigns, endDesigns } from './bench/createDesigns.js';
 import { createEngineDesign } from './bench/createEngineDesign.js';
-import { createFloorDesign } from './bench/createFloorDesign.js';
-import { createNaiveDesign } from './bench/createNaiveDesign.js';
-import type { Design, DesignName } from './bench/Design.js';
+import {
+  cpuBetweenUs,
+  createServerCpuMeter,
+  type ServerCpuMeter,
+} from './bench/createServerCpuMeter.js';
+import { createSlonikPool } from './bench/createSlonikPool.js';
+import { DESIGN_SCHEMAS, type Design, type DesignName } from './bench/Design.js';
 import { describeMachine } from './bench/describeMachine.js';
+import { engineOverFloor } from './bench/engineOverFloor.js';
 import { evaluateTargets } from './bench/evaluateTargets.js';
 import { measureRoundTrips } from './bench/measureRoundTrips.js';
 import { parseBenchOptions, type BenchOptions } from './bench/parseBenchOptions.js';
@@ -22,6 +33,7 @@ import { runReplays, seedReplayKeys, type SeededKey } from './bench/runReplays.j
 import { runStorm } from './bench/runStorm.js';
 import { runSweep } from './bench/runSweep.js';
 import { sourceVersion } from './bench/sourceVersion.js';
+import { withApplicationName } from './bench/withApplicationName.js';
 import { startDatabase } from './support/database.js';
 
 const ROOT = new URL('../', import.meta.url);
@@ -37,34 +49,43 @@ try {
 const startedAt = new Date();
 const server = await startDatabase();
 const database = await createBenchDatabase(server.url);
-const pool = await createEnginePool(database.url, { maximumPoolSize: options.poolSize });
+// The bench's own queries (migrations, emptying tables, describing the server, seeding the
+// sweep) go through a small pool of their own, never through a measured design's.
+const admin = await createSlonikPool(database.url, 2);
+const provider = createBenchProvider();
+let designs: Design[] = [];
+let sweeper: Awaited<ReturnType<typeof createEngineDesign>> | null = null;
+let meter: ServerCpuMeter | null = null;
 try {
-  await migrateSchemas(pool);
-  const provider = createBenchProvider();
-  const designsOn = (p: DatabasePool): Design[] =>
-    [
-      createEngineDesign(p, provider),
-      createFloorDesign(p, provider),
-      createNaiveDesign(p, provider),
-    ].filter((d) => options.designs.includes(d.name));
-  const designs = designsOn(pool);
-  const sweeper = options.sweep ? createEngineDesign(pool, provider).engine : null;
-  const machine = await describeMachine(pool, server.source, options.note);
+  await migrateSchemas(admin);
+  designs = await createDesigns(database.url, options.designs, options.poolSize, provider);
+  if (options.sweep) {
+    const url = withApplicationName(database.url, 'chargeonce-bench-sweeper');
+    sweeper = await createEngineDesign(
+      { url, poolSize: options.poolSize, schema: DESIGN_SCHEMAS.engine },
+      provider,
+    );
+  }
+  meter = await createServerCpuMeter(database.url);
+  const machine = await describeMachine(admin, server.source, options.note);
   console.log(
     `bench (${options.mode}): ${machine.cpuCount} × ${machine.cpuModel}, Node ${machine.node}, ${machine.postgres} (${machine.postgresSource}), load/core ${machine.loadPerCoreAtStart}`,
   );
+  console.log(
+    `PostgreSQL CPU per call: ${meter.source === null ? `n/a (${meter.unavailableBecause ?? 'not measured'})` : `the design's backends, from ${meter.source}`}`,
+  );
 
-  const roundTrips = await measureRoundTrips(database.url, provider, designsOn);
+  const roundTrips = await measureRoundTrips(database.url, provider, options.designs);
   console.log('round trips per call (fresh / replay):');
   for (const [name, wire] of Object.entries(roundTrips ?? {})) {
-    console.log(`  ${name.padEnd(6)} ${wire.fresh.roundTrips} / ${wire.replay.roundTrips}`);
+    console.log(`  ${name.padEnd(12)} ${wire.fresh.roundTrips} / ${wire.replay.roundTrips}`);
   }
 
   await warmUp(designs, provider);
   const samples: Sample[] = [];
   const sweep: SweepSample[] = [];
   for (let round = 1; round <= options.rounds; round++) {
-    await emptyTables(pool);
+    await emptyTables(admin);
     provider.forget();
     // Replays at every concurrency of a round ask the same completed keys.
     const seeded = new Map<DesignName, SeededKey[]>();
@@ -74,22 +95,29 @@ try {
           if (scenario === 'replay' && !seeded.has(design.name)) {
             seeded.set(design.name, await seedReplayKeys(design, options.replayKeys));
           }
-          const measured = await measure(
+          const keys = seeded.get(design.name) ?? [];
+          await prime(scenario, design, provider, keys);
+          const before = await meter.snapshot(applicationNameOf(design.name));
+          const measured = await measure(scenario, design, provider, concurrency, keys);
+          const after = await meter.snapshot(applicationNameOf(design.name));
+          const serverCpuUsPerCall =
+            before && after ? cpuBetweenUs(before, after) / measured.calls : null;
+          samples.push({
+            ...measured,
+            serverCpuUsPerCall,
+            round,
             scenario,
-            design,
-            provider,
             concurrency,
-            seeded.get(design.name) ?? [],
-          );
-          samples.push({ ...measured, round, scenario, concurrency, design: design.name });
+            design: design.name,
+          });
           console.log(
-            `round ${round} ${scenario.padEnd(6)} c=${String(concurrency).padEnd(2)} ${design.name.padEnd(6)} ${measured.throughput.toFixed(0).padStart(6)}/s  p50 ${measured.p50Ms.toFixed(2)} ms  p99 ${measured.p99Ms.toFixed(2)} ms`,
+            `round ${round} ${scenario.padEnd(6)} c=${String(concurrency).padEnd(2)} ${design.name.padEnd(12)} ${measured.throughput.toFixed(0).padStart(6)}/s  p50 ${measured.p50Ms.toFixed(2)} ms  p99 ${measured.p99Ms.toFixed(2)} ms  cpu/call node ${measured.clientCpuUsPerCall.toFixed(0)} µs, pg ${serverCpuUsPerCall === null ? 'n/a' : `${serverCpuUsPerCall.toFixed(0)} µs`}`,
           );
         }
       }
     }
     if (sweeper) {
-      const swept = await runSweep(sweeper, pool, { keys: options.sweepKeys });
+      const swept = await runSweep(sweeper.engine, admin, { keys: options.sweepKeys });
       const keysPerSecond = (options.sweepKeys / swept.elapsedMs) * 1_000;
       sweep.push({
         round,
@@ -105,7 +133,7 @@ try {
   }
 
   const results: BenchResults = {
-    version: 1,
+    version: 2,
     mode: options.mode,
     startedAt: startedAt.toISOString(),
     durationS: (Date.now() - startedAt.getTime()) / 1_000,
@@ -127,12 +155,16 @@ try {
     samples,
     sweep,
     roundTrips,
+    serverCpu: { source: meter.source, unavailableBecause: meter.unavailableBecause },
     // maxRSS is in kibibytes.
     peakRssMiB: Math.round(process.resourceUsage().maxRSS / 1024),
   };
   await writeOutputs(results, options);
 } finally {
-  await pool.end();
+  await endDesigns(designs);
+  await sweeper?.end();
+  await meter?.end();
+  await admin.end();
   await database.drop();
   await server.stop();
 }
@@ -144,7 +176,7 @@ function measure(
   provider: BenchProvider,
   concurrency: number,
   seeded: readonly SeededKey[],
-) {
+): Promise<Measurement> {
   switch (scenario) {
     case 'fresh':
       return runFresh(design, provider, { calls: options.freshCalls, concurrency });
@@ -173,6 +205,23 @@ async function warmUp(designs: Design[], provider: BenchProvider): Promise<void>
   }
 }
 
+/**
+ * Untimed calls right before a timed run, as many callers as the pool has connections, twice
+ * over: a pool that closed idle connections while the other designs ran has them open again,
+ * with their statements prepared, so the timed run measures the design, not its start-up.
+ */
+async function prime(
+  scenario: ScenarioName,
+  design: Design,
+  provider: BenchProvider,
+  seeded: readonly SeededKey[],
+): Promise<void> {
+  const concurrency = options.poolSize;
+  const calls = concurrency * 2;
+  if (scenario === 'replay') await runReplays(design, seeded, { calls, concurrency });
+  else await runFresh(design, provider, { calls, concurrency });
+}
+
 /** Round 1 runs A B C, round 2 B C A, round 3 C A B: no design always goes first. */
 function rotate<T>(items: readonly T[], round: number): T[] {
   const shift = (round - 1) % items.length;
@@ -190,6 +239,17 @@ async function writeOutputs(results: BenchResults, opts: BenchOptions): Promise<
   if (opts.mode === 'full' && opts.complete) {
     await writeFile(new URL('BENCHMARKS.md', ROOT), report);
     console.log('wrote BENCHMARKS.md');
+  }
+  const ratios = engineOverFloor(results);
+  if (ratios) {
+    console.log('\nengine ÷ floor (node-postgres prepared), medians of per-round ratios:');
+    console.log(
+      `  ${''.padEnd(48)}${ratios.columns.map((c) => `${c.scenario} c${c.concurrency}`.padStart(11)).join('')}`,
+    );
+    for (const row of ratios.rows) {
+      const cells = row.ratios.map((r) => (Number.isFinite(r) ? r.toFixed(2) : 'n/a').padStart(11));
+      console.log(`  ${row.label.padEnd(48)}${cells.join('')}`);
+    }
   }
   console.log('\ntargets:');
   for (const t of evaluateTargets(results)) {

@@ -15,8 +15,9 @@ export type {
 export { migrate } from './store/migrate.js';
 export type { MigrateOptions, MigrateResult } from './store/migrate.js';
 export { createEnginePool } from './store/resolvePool.js';
-export { resultParserInterceptor } from './store/resultParserInterceptor.js';
-export type { PoolInput } from './store/resolvePool.js';
+export type { EnginePoolOptions, PoolInput, SlonikPoolLike } from './store/resolvePool.js';
+export type { PgClientLike, PgPoolLike, PgQueryConfig, PgQueryResult } from './store/pgPoolLike.js';
+export type { HookQueryResult, HookStatement, HookTransaction } from './engine/hookTransaction.js';
 export { validateChargeRequest, canonicalJson, deriveProviderKey } from './request.js';
 export type { ChargeRequest, ValidatedRequest } from './request.js';
 export {

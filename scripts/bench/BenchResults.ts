@@ -13,7 +13,10 @@ export type Measurement = {
   throughput: number;
   p50Ms: number;
   p99Ms: number;
-  /** CPU this process spent per call, in microseconds: the client's share of the cost. */
+  /**
+   * CPU this process spent per call, in microseconds (`process.cpuUsage` around the run): the
+   * client's share of the cost, the bench's own driving and in-process provider included.
+   */
   clientCpuUsPerCall: number;
   /** A storm's tally, checked before it is recorded. */
   storm?: StormTally;
@@ -35,6 +38,11 @@ export type Sample = Measurement & {
   scenario: ScenarioName;
   concurrency: number;
   design: DesignName;
+  /**
+   * CPU PostgreSQL spent per call for this design, in microseconds: the design's own backends,
+   * read before and after the run. Null when the server's processes cannot be read from here.
+   */
+  serverCpuUsPerCall: number | null;
 };
 
 /** Database round trips and transactions per call, counted on the wire, by design. */
@@ -71,7 +79,7 @@ export type MachineDescription = {
 
 /** Everything one run produced: what `.bench/*.json` holds and the report is made from. */
 export type BenchResults = {
-  version: 1;
+  version: 2;
   mode: 'full' | 'quick';
   startedAt: string;
   durationS: number;
@@ -95,5 +103,7 @@ export type BenchResults = {
   samples: Sample[];
   sweep: SweepSample[];
   roundTrips: RoundTrips | null;
+  /** How PostgreSQL's CPU per call was read, or why it was not. */
+  serverCpu: { source: string | null; unavailableBecause: string | null };
   peakRssMiB: number;
 };

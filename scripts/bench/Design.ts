@@ -1,8 +1,21 @@
 import type { ChargeRequest } from '../../src/request.js';
 
-/** The three designs measured side by side. */
-export const DESIGN_NAMES = ['engine', 'floor', 'naive'] as const;
+/**
+ * The designs measured side by side. `floor` and `naive` send node-postgres named prepared
+ * statements (the strongest baselines); the `-slonik` ones are the same designs on slonik, the
+ * engine's own SQL layer, with SQL text planned on every call.
+ */
+export const DESIGN_NAMES = ['engine', 'floor', 'floor-slonik', 'naive', 'naive-slonik'] as const;
 export type DesignName = (typeof DESIGN_NAMES)[number];
+
+/** The schema each design writes to: one migration in each, so the tables are identical. */
+export const DESIGN_SCHEMAS: Readonly<Record<DesignName, string>> = {
+  engine: 'chargeonce',
+  floor: 'bench_floor',
+  'floor-slonik': 'bench_floor_slonik',
+  naive: 'bench_naive',
+  'naive-slonik': 'bench_naive_slonik',
+};
 
 /**
  * What one call came to, the same for every design, so a scenario can check it without knowing
@@ -14,8 +27,18 @@ export type DesignOutcome =
   | { kind: 'inUse' }
   | { kind: 'reused' };
 
-/** One way of charging once per key, as a scenario drives it. */
+/** One way of charging once per key, as a scenario drives it, on a pool of its own. */
 export type Design = {
   name: DesignName;
   charge(key: string, request: ChargeRequest): Promise<DesignOutcome>;
+  /** Ends the design's pool. */
+  end(): Promise<void>;
+};
+
+/** Where a design connects: its own pool of `poolSize` connections to `url`. */
+export type DesignConnection = {
+  /** Carries the design's `application_name`, so its server processes can be told apart. */
+  url: string;
+  poolSize: number;
+  schema: string;
 };

@@ -4,9 +4,7 @@ import { sql, type DatabasePool } from 'slonik';
 import { migrate } from '../../src/index.js';
 import { tablesIn } from '../../src/store/tables.js';
 import { adminQuery, dropDatabase, urlForDatabase } from '../../test/support/postgres.js';
-import { ENGINE_SCHEMA } from './createEngineDesign.js';
-import { FLOOR_SCHEMA } from './createFloorDesign.js';
-import { NAIVE_SCHEMA } from './createNaiveDesign.js';
+import { DESIGN_SCHEMAS } from './Design.js';
 
 /** A database of the bench's own on the server, dropped at the end. */
 export type BenchDatabase = { url: string; drop(): Promise<void> };
@@ -21,9 +19,9 @@ export async function createBenchDatabase(serverUrl: string): Promise<BenchDatab
   return { url: urlForDatabase(serverUrl, name), drop: () => dropDatabase(serverUrl, name) };
 }
 
-const SCHEMAS = [ENGINE_SCHEMA, FLOOR_SCHEMA, NAIVE_SCHEMA] as const;
+const SCHEMAS = Object.values(DESIGN_SCHEMAS);
 
-/** The same migration in three schemas: the three designs write identical tables and indexes. */
+/** The same migration in every design's schema: the designs write identical tables and indexes. */
 export async function migrateSchemas(pool: DatabasePool): Promise<void> {
   for (const schema of SCHEMAS) await migrate(pool, { schema });
 }

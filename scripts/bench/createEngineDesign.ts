@@ -1,25 +1,30 @@
-import type { DatabasePool } from 'slonik';
 import {
   createChargeEngine,
+  createEnginePool,
   IdempotencyKeyInUseError,
   IdempotencyKeyReusedError,
   type ChargeEngine,
 } from '../../src/index.js';
 import type { BenchProvider } from './createBenchProvider.js';
-import type { Design } from './Design.js';
+import type { Design, DesignConnection } from './Design.js';
 
-/** The schema the engine's tables live in during the bench. */
-export const ENGINE_SCHEMA = 'chargeonce';
-
-/** `processCharge` as shipped: default options, no hooks. */
-export function createEngineDesign(
-  pool: DatabasePool,
+/**
+ * `processCharge` as shipped: default options, no hooks, on a pool of its own made by
+ * `createEnginePool`, whatever kind of pool that makes.
+ */
+export async function createEngineDesign(
+  connection: DesignConnection,
   provider: BenchProvider,
-): Design & { engine: ChargeEngine } {
-  const engine = createChargeEngine({ pool, provider, schema: ENGINE_SCHEMA });
+): Promise<Design & { engine: ChargeEngine }> {
+  const pool = await createEnginePool(connection.url, { maximumPoolSize: connection.poolSize });
+  const engine = createChargeEngine({ pool, provider, schema: connection.schema });
   return {
     name: 'engine',
     engine,
+    end: async () => {
+      await engine.close();
+      await pool.end();
+    },
     async charge(key, request) {
       try {
         const outcome = await engine.processCharge(key, request);

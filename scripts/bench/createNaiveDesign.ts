@@ -1,26 +1,13 @@
 import { randomUUID } from 'node:crypto';
-import { sql, type DatabasePool } from 'slonik';
-import type { ChargeRequest } from '../../src/request.js';
-import { tablesIn, type Tables } from '../../src/store/tables.js';
+import pg from 'pg';
 import type { BenchProvider } from './createBenchProvider.js';
-import type { Design } from './Design.js';
+import { createPgPool } from './createPgPool.js';
+import type { Design, DesignConnection } from './Design.js';
 import { fingerprintRequest } from './fingerprintRequest.js';
+import type { NaiveKeyRow } from './NaiveKeyRow.js';
 import { responseBody } from './responseBody.js';
 
-/** The schema the naive design's tables live in: the same migration as the engine's. */
-export const NAIVE_SCHEMA = 'bench_naive';
-
-const OPERATION = 'charge';
 const NEVER_ABORTED = new AbortController().signal;
-
-/** A key as the seed's `LoadKey` scans it into a struct: typed, not checked against a schema. */
-type KeyRow = {
-  request_hash: string;
-  recovery_point: string;
-  charge_id: string;
-  response_status: number | null;
-  response_body: string | null;
-};
 
 /**
  * The phased design as the seed articles write it (seed 003, versions 2 and 5): claim with
@@ -28,31 +15,68 @@ type KeyRow = {
  * winner loads the state, reserves in a transaction (charge row + recovery point), calls the
  * provider with the key, and completes in a second transaction. Each step is its own statement,
  * each transaction explicit, as the seed's `ClaimKey`, `LoadState`, `ReserveAndMark` and
- * `RecordResultAndMark` are. Same tables and rows as the engine's.
+ * `RecordResultAndMark` are: 10 round trips for a fresh charge, 2 for a replay. Here on
+ * node-postgres with named prepared statements, its strongest form; same tables and rows as the
+ * engine's.
  */
-export function createNaiveDesign(pool: DatabasePool, provider: BenchProvider): Design {
-  const tables = tablesIn(NAIVE_SCHEMA);
-  return {
+export function createNaiveDesign(
+  connection: DesignConnection,
+  provider: BenchProvider,
+): Promise<Design> {
+  const pool = createPgPool(connection);
+  const statements = naiveStatements(connection.schema);
+  const loadKey = async (merchantId: string, key: string): Promise<NaiveKeyRow> => {
+    // The claim committed before this statement began, so the row is visible here.
+    const result = await pool.query<NaiveKeyRow>({
+      ...statements.loadKey,
+      values: [merchantId, key],
+    });
+    const row = result.rows[0];
+    if (!row) throw new Error('naive: a claimed key is gone, which nothing deletes');
+    return row;
+  };
+  const design: Design = {
     name: 'naive',
+    end: () => pool.end(),
     async charge(key, request) {
       const { canonical, hash } = fingerprintRequest(request);
-      const won = await claimKey(pool, tables, key, request.merchantId, hash, canonical);
-      if (!won) {
-        const rec = await loadKey(pool, tables, request.merchantId, key);
+      const { merchantId } = request;
+      const claim = await pool.query({
+        ...statements.claimKey,
+        values: [merchantId, key, hash, canonical, randomUUID()],
+      });
+      if (claim.rowCount !== 1) {
+        const rec = await loadKey(merchantId, key);
         if (rec.request_hash !== hash) return { kind: 'reused' };
-        if (rec.recovery_point === 'completed')
+        if (rec.recovery_point === 'completed') {
           return { kind: 'replayed', chargeId: rec.charge_id };
+        }
         return { kind: 'inUse' };
       }
-      const state = await loadKey(pool, tables, request.merchantId, key);
+      const state = await loadKey(merchantId, key);
       const chargeId = state.charge_id;
       if (state.recovery_point === 'started') {
-        await reserveAndMark(pool, tables, key, chargeId, request);
+        await inTransaction(pool, async (client) => {
+          await client.query({
+            ...statements.reserveCharge,
+            values: [
+              merchantId,
+              chargeId,
+              request.customerId,
+              request.amountMinor,
+              request.currency,
+              request.description ?? null,
+              request.metadata === undefined ? null : JSON.stringify(request.metadata),
+              key,
+            ],
+          });
+          await client.query({ ...statements.markReserved, values: [merchantId, key] });
+        });
       }
       const charge = await provider.createCharge(
         {
           providerKey: key,
-          merchantId: request.merchantId,
+          merchantId,
           chargeId,
           customerId: request.customerId,
           amountMinor: request.amountMinor,
@@ -61,70 +85,81 @@ export function createNaiveDesign(pool: DatabasePool, provider: BenchProvider): 
         { signal: NEVER_ABORTED },
       );
       const body = responseBody(chargeId, request, charge);
-      await pool.transaction(async (tx) => {
-        await tx.query(sql.unsafe`
-          UPDATE ${tables.charges}
-          SET status = ${charge.status}, provider_charge_id = ${charge.id}, updated_at = now()
-          WHERE merchant_id = ${request.merchantId} AND id = ${chargeId}::uuid`);
-        await tx.query(sql.unsafe`
-          UPDATE ${tables.keys}
-          SET recovery_point = 'completed', response_status = 201, response_body = ${body},
-            completed_at = now(), updated_at = now()
-          WHERE merchant_id = ${request.merchantId} AND operation = ${OPERATION} AND key = ${key}`);
+      await inTransaction(pool, async (client) => {
+        await client.query({
+          ...statements.recordResult,
+          values: [merchantId, chargeId, charge.status, charge.id],
+        });
+        await client.query({ ...statements.markCompleted, values: [merchantId, key, body] });
       });
       return { kind: 'charged', chargeId };
     },
   };
+  return Promise.resolve(design);
 }
 
-async function claimKey(
-  pool: DatabasePool,
-  tables: Tables,
-  key: string,
-  merchantId: string,
-  hash: string,
-  canonical: string,
-): Promise<boolean> {
-  const result = await pool.query(sql.unsafe`
-    INSERT INTO ${tables.keys} (merchant_id, operation, key, request_hash, request,
-      recovery_point, charge_id)
-    VALUES (${merchantId}, ${OPERATION}, ${key}, ${hash}, ${canonical}, 'started',
-      ${randomUUID()}::uuid)
-    ON CONFLICT (merchant_id, operation, key) DO NOTHING`);
-  return result.rowCount === 1;
-}
-
-async function loadKey(
-  pool: DatabasePool,
-  tables: Tables,
-  merchantId: string,
-  key: string,
-): Promise<KeyRow> {
-  // The claim committed before this statement began, so the row is visible here.
-  return (await pool.one(sql.unsafe`
-    SELECT request_hash, recovery_point, charge_id::text AS charge_id, response_status,
-      response_body
-    FROM ${tables.keys}
-    WHERE merchant_id = ${merchantId} AND operation = ${OPERATION} AND key = ${key}`)) as KeyRow;
-}
-
-async function reserveAndMark(
-  pool: DatabasePool,
-  tables: Tables,
-  key: string,
-  chargeId: string,
-  request: ChargeRequest,
+/** BEGIN, `work`, COMMIT on one client; a failed transaction's connection is not reused. */
+async function inTransaction(
+  pool: pg.Pool,
+  work: (client: pg.PoolClient) => Promise<void>,
 ): Promise<void> {
-  await pool.transaction(async (tx) => {
-    await tx.query(sql.unsafe`
-      INSERT INTO ${tables.charges} (merchant_id, id, customer_id, amount_minor, currency,
-        description, metadata, provider_key, status)
-      VALUES (${request.merchantId}, ${chargeId}::uuid, ${request.customerId},
-        ${request.amountMinor}, ${request.currency}, ${request.description ?? null},
-        ${request.metadata === undefined ? null : sql.jsonb(request.metadata)}, ${key},
-        'reserved')`);
-    await tx.query(sql.unsafe`
-      UPDATE ${tables.keys} SET recovery_point = 'reserved', updated_at = now()
-      WHERE merchant_id = ${request.merchantId} AND operation = ${OPERATION} AND key = ${key}`);
-  });
+  const client = await pool.connect();
+  try {
+    await client.query('BEGIN');
+    await work(client);
+    await client.query('COMMIT');
+  } catch (error) {
+    client.release(true);
+    throw error;
+  }
+  client.release();
+}
+
+/** The seed's statements, one per step, for one schema; named, so each is parsed once per connection. */
+function naiveStatements(schema: string) {
+  const keys = `${pg.escapeIdentifier(schema)}.idempotency_keys`;
+  const charges = `${pg.escapeIdentifier(schema)}.charges`;
+  const keyIs = `merchant_id = $1 AND operation = 'charge' AND key = $2`;
+  return {
+    claimKey: {
+      name: 'naive_claim_key',
+      text: `
+        INSERT INTO ${keys} (merchant_id, operation, key, request_hash, request, recovery_point,
+          charge_id)
+        VALUES ($1, 'charge', $2, $3, $4, 'started', $5::uuid)
+        ON CONFLICT (merchant_id, operation, key) DO NOTHING`,
+    },
+    loadKey: {
+      name: 'naive_load_key',
+      text: `
+        SELECT request_hash, recovery_point, charge_id::text AS charge_id, response_status,
+          response_body
+        FROM ${keys} WHERE ${keyIs}`,
+    },
+    reserveCharge: {
+      name: 'naive_reserve_charge',
+      text: `
+        INSERT INTO ${charges} (merchant_id, id, customer_id, amount_minor, currency,
+          description, metadata, provider_key, status)
+        VALUES ($1, $2::uuid, $3, $4, $5, $6, $7::jsonb, $8, 'reserved')`,
+    },
+    markReserved: {
+      name: 'naive_mark_reserved',
+      text: `UPDATE ${keys} SET recovery_point = 'reserved', updated_at = now() WHERE ${keyIs}`,
+    },
+    recordResult: {
+      name: 'naive_record_result',
+      text: `
+        UPDATE ${charges} SET status = $3, provider_charge_id = $4, updated_at = now()
+        WHERE merchant_id = $1 AND id = $2::uuid`,
+    },
+    markCompleted: {
+      name: 'naive_mark_completed',
+      text: `
+        UPDATE ${keys}
+        SET recovery_point = 'completed', response_status = 201, response_body = $3,
+          completed_at = now(), updated_at = now()
+        WHERE ${keyIs}`,
+    },
+  };
 }

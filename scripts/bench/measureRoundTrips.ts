@@ -1,33 +1,33 @@
 import { randomUUID } from 'node:crypto';
-import { sql } from 'slonik';
-import { createEnginePool } from '../../src/index.js';
 import { startWireProxy } from '../../test/support/wireProxy.js';
 import type { RoundTrips, WireCost } from './BenchResults.js';
 import { benchRequest } from './benchRequest.js';
 import type { BenchProvider } from './createBenchProvider.js';
-import type { Design } from './Design.js';
+import { createDesigns, endDesigns } from './createDesigns.js';
+import type { DesignName } from './Design.js';
 
 /** Charges per measurement: the count is exact, so a few show that it does not vary. */
 const CALLS = 20;
 
 /**
  * Counts round trips and transactions per fresh charge and per replay on the wire, through a
- * counting proxy in front of the server and a pool of one connection (so nothing else shares it).
- * Returns null when the connection is encrypted and the proxy cannot read it.
+ * counting proxy in front of the server, each design on a pool of one connection (so nothing
+ * else shares it). Returns null when the connection is encrypted and the proxy cannot read it.
  */
 export async function measureRoundTrips(
   url: string,
   provider: BenchProvider,
-  makeDesigns: (pool: Awaited<ReturnType<typeof createEnginePool>>) => Design[],
+  names: readonly DesignName[],
 ): Promise<RoundTrips | null> {
   const proxy = await startWireProxy(url);
-  const pool = await createEnginePool(proxy.url, { maximumPoolSize: 1 });
+  const designs = await createDesigns(proxy.url, names, 1, provider);
   try {
-    // Connection set-up is not part of a charge.
-    await pool.query(sql.unsafe`SELECT 1`);
     const result: RoundTrips = {};
-    for (const design of makeDesigns(pool)) {
+    for (const design of designs) {
       const prefix = `wire-${randomUUID()}`;
+      // Connection set-up and the first Parse of a prepared statement are not part of a charge
+      // (Parse shares the charge's round trip anyway).
+      await design.charge(`${prefix}-first`, benchRequest(0));
       const keys = Array.from({ length: CALLS }, (_, i) => `${prefix}-${i}`);
       const cost = async (kind: 'charged' | 'replayed'): Promise<WireCost> => {
         proxy.reset();
@@ -45,7 +45,7 @@ export async function measureRoundTrips(
     }
     return result;
   } finally {
-    await pool.end();
+    await endDesigns(designs);
     await proxy.close();
   }
 }

@@ -13,7 +13,7 @@ export type BenchOptions = {
   stormKeys: number;
   stormCallersPerKey: number;
   sweepKeys: number;
-  /** Connections per pool, for every design: `createEnginePool`'s default. */
+  /** Connections in each design's pool, the same for all: `createEnginePool`'s default. */
   poolSize: number;
   designs: DesignName[];
   scenarios: ScenarioName[];
@@ -23,12 +23,13 @@ export type BenchOptions = {
   note: string | null;
 };
 
-export const USAGE = `Usage: npm run bench -- [--quick] [--rounds N] [--designs engine,floor,naive]
+export const USAGE = `Usage: npm run bench -- [--quick] [--rounds N] [--designs engine,floor,...]
                        [--scenarios fresh,replay,storm,sweep] [--note TEXT]
 
-  --quick      a smaller run (under a minute) written to .bench/ only
+  --quick      a smaller run (about a minute) written to .bench/ only
   --rounds N   rounds of every measurement, designs alternating (default 5; quick 3)
-  --designs    only these designs (e.g. to profile one with --cpu-prof); .bench/ only
+  --designs    only these of engine, floor, floor-slonik, naive, naive-slonik (e.g. to
+               profile one with --cpu-prof); .bench/ only
   --scenarios  only these scenarios; .bench/ only
   --note TEXT  a sentence about the run for the report, e.g. that the machine was shared`;
 

@@ -4,7 +4,7 @@ import { sql, type DatabasePool } from 'slonik';
 import type { ChargeEngine } from '../../src/index.js';
 import { tablesIn } from '../../src/store/tables.js';
 import { BENCH_MERCHANT } from './benchRequest.js';
-import { ENGINE_SCHEMA } from './createEngineDesign.js';
+import { DESIGN_SCHEMAS } from './Design.js';
 
 /** Keys one `sweep` pass takes; the sweeper's own concurrency is left at its default. */
 const SWEEP_LIMIT = 500;
@@ -22,7 +22,7 @@ export async function runSweep(
   pool: DatabasePool,
   options: { keys: number },
 ): Promise<{ elapsedMs: number; counts: Record<string, number> }> {
-  const tables = tablesIn(ENGINE_SCHEMA);
+  const tables = tablesIn(DESIGN_SCHEMAS.engine);
   const prefix = `sweep-${randomUUID()}`;
   // The request text is what the engine stores: canonical JSON, keys sorted.
   await pool.query(sql.unsafe`

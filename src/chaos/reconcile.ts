@@ -1,4 +1,4 @@
-import type { DatabasePool } from 'slonik';
+import { resolvePool, type PoolInput } from '../store/resolvePool.js';
 import { HTTP_STATUS } from '../engine/chargeBody.js';
 import { REFUSED_ANSWER_REASON_PREFIX } from '../engine/checkProviderAnswer.js';
 import { readLedgerRows, type LocalChargeRow } from '../store/readLedgerRows.js';
@@ -45,7 +45,8 @@ export type ReconcileReport = {
 
 /** Options of {@link reconcile}. */
 export type ReconcileOptions = {
-  pool: DatabasePool;
+  /** A connection string, a node-postgres pool or a slonik pool. */
+  pool: PoolInput;
   /** @defaultValue `'chargeonce'` */
   schema?: string;
   /** Every charge the provider made, duplicates included. */
@@ -79,9 +80,14 @@ export type ReconcileOptions = {
  */
 export async function reconcile(options: ReconcileOptions): Promise<ReconcileReport> {
   const tables = tablesIn(options.schema ?? DEFAULT_SCHEMA);
-  const { charges, keysWithoutCharge } = await withStore(() =>
-    readLedgerRows(options.pool, tables, options.merchantIds ?? null),
-  );
+  const { charges, keysWithoutCharge } = await withStore(async () => {
+    const pools = await resolvePool(options.pool);
+    try {
+      return await readLedgerRows(pools.slonik, tables, options.merchantIds ?? null);
+    } finally {
+      await pools.end();
+    }
+  });
   const violations: Violation[] = [];
   const byProviderKey = groupBy(options.providerLedger, (e) => e.providerKey);
   const localByProviderKey = new Map(charges.map((c) => [c.providerKey, c]));

@@ -1,6 +1,6 @@
 import { randomBytes } from 'node:crypto';
 import { setTimeout as sleep } from 'node:timers/promises';
-import type { DatabasePool } from 'slonik';
+import type { PgPoolLike } from '../store/pgPoolLike.js';
 import { createChargeEngine } from '../engine/createChargeEngine.js';
 import {
   startFakeProviderServer,
@@ -80,7 +80,7 @@ export async function runChaos(options: ChaosOptions): Promise<ChaosReport> {
 
 async function runAgainst(
   o: ResolvedChaosOptions,
-  pool: DatabasePool,
+  pool: PgPoolLike,
   server: FakeProviderServer,
   startedAt: number,
 ): Promise<ChaosReport> {

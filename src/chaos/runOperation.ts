@@ -1,4 +1,4 @@
-import type { DatabasePool } from 'slonik';
+import type { PgPoolLike } from '../store/pgPoolLike.js';
 import { createChargeEngine } from '../engine/createChargeEngine.js';
 import {
   ChargeNeedsAttentionError,
@@ -25,7 +25,7 @@ import { pause } from '../pause.js';
 
 /** What a chaos client needs to run operations. */
 export type ClientSettings = {
-  pool: DatabasePool;
+  pool: PgPoolLike;
   provider: PaymentProvider;
   schema: string;
   leaseMs: number;

@@ -2,7 +2,7 @@
 // operations it is given against PostgreSQL, with its own pool, and the fake provider over HTTP,
 // and reports every attempt. The harness may SIGKILL it at any moment: nothing here may depend on
 // finishing, which is the point.
-import type { DatabasePool } from 'slonik';
+import type { PgPoolLike } from '../store/pgPoolLike.js';
 import { seededRandom } from '../provider/seededRandom.js';
 import { createEnginePool } from '../store/resolvePool.js';
 import { mixSeed } from './chaosOperation.js';
@@ -11,7 +11,7 @@ import { runOperations } from './runOperations.js';
 import type { FromWorker, ToWorker, WorkerPlan } from './workerProtocol.js';
 
 const stopping = new AbortController();
-let pool: DatabasePool | undefined;
+let pool: PgPoolLike | undefined;
 
 function send(message: FromWorker): void {
   // The parent may be gone; then there is nobody to tell.

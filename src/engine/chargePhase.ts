@@ -1,4 +1,5 @@
-import { sql, type DatabaseTransactionConnection } from 'slonik';
+import { sql } from 'slonik';
+import { hookTransaction, type HookTransaction } from './hookTransaction.js';
 import {
   ChargeNeedsAttentionError,
   ProviderAnswerInvalidError,
@@ -8,7 +9,7 @@ import {
 } from '../errors.js';
 import { ProviderTransientError, type CreateChargeInput } from '../provider/PaymentProvider.js';
 import type { ChargeRequest } from '../request.js';
-import { completeKey, type CompletionInput } from '../store/completeKey.js';
+import { completeKey, completeKeyPrepared, type CompletionInput } from '../store/completeKey.js';
 import { failKey } from '../store/failKey.js';
 import type { Reservation } from '../store/reservation.js';
 import type { ScopedKey } from '../store/keyState.js';
@@ -211,21 +212,25 @@ async function writeTerminal(
   env: EngineEnv,
   charge: OwnedCharge,
   completion: CompletionInput,
-  hook: ((tx: DatabaseTransactionConnection) => Promise<void>) | undefined,
+  hook: ((tx: HookTransaction) => Promise<void>) | undefined,
 ): Promise<void> {
-  const pool = await env.pool();
+  const pools = await env.pools();
+  const pool = pools.slonik;
   if (env.faults?.shouldCrash('beforeCompleteCommit', charge.scoped)) {
     return crashBeforeCommit(env, completion, hook);
   }
   await withStore(async () => {
     if (!hook) {
-      if (!(await completeKey(pool, env.tables, completion))) throw leaseLost();
+      const completed = pools.pg
+        ? await completeKeyPrepared(pools.pg, env.tables, completion)
+        : await completeKey(pool, env.tables, completion);
+      if (!completed) throw leaseLost();
       return;
     }
     try {
       await pool.transaction(async (tx) => {
         if (!(await completeKey(tx, env.tables, completion))) throw leaseLost();
-        await hook(tx);
+        await hook(hookTransaction(tx));
       });
     } catch (error) {
       // The hook failed and the phase rolled back; the key stays `reserved`.
@@ -243,13 +248,13 @@ async function writeTerminal(
 async function crashBeforeCommit(
   env: EngineEnv,
   completion: CompletionInput,
-  hook: ((tx: DatabaseTransactionConnection) => Promise<void>) | undefined,
+  hook: ((tx: HookTransaction) => Promise<void>) | undefined,
 ): Promise<never> {
   const pool = await env.pool();
   await pool
     .transaction(async (tx) => {
       await completeKey(tx, env.tables, completion);
-      if (hook) await hook(tx);
+      if (hook) await hook(hookTransaction(tx));
       await tx.query(sql.unsafe`SELECT pg_terminate_backend(pg_backend_pid())`);
     })
     .catch(() => undefined);

@@ -1,5 +1,4 @@
 import { randomUUID } from 'node:crypto';
-import type { CommonQueryMethods } from 'slonik';
 import {
   ChargeNeedsAttentionError,
   IdempotencyKeyExpiredError,
@@ -11,7 +10,6 @@ import { claimKey, type ClaimInput } from '../store/claimKey.js';
 import type { ScopedKey } from '../store/keyState.js';
 import { withStore } from '../store/storeErrors.js';
 import { takeOverKey } from '../store/takeOverKey.js';
-import { readCanonicalRequest } from '../store/readCanonicalRequest.js';
 import { differingFields } from './requestDiff.js';
 import type { EngineEnv } from './engineEnv.js';
 import type { HeldLease } from './lease.js';
@@ -74,10 +72,11 @@ export async function claimPhase(
   };
   // Read before the pool is even asked for a connection: the lease is measured from here.
   const claimSentAt = env.clock.now();
-  const pool = await env.pool();
+  const pools = await env.pools();
+  const pool = pools.slonik;
   const reserveHook = reserve ? env.hooks.reserve : undefined;
   const result = await withStore(async () => {
-    if (!reserveHook) return claimKey(pool, env.tables, input);
+    if (!reserveHook) return claimKey(pool, env.tables, input, pools.pg);
     // With a hook the claim, the intent and the caller's SQL share one explicit transaction.
     return pool.transaction(async (tx) => {
       const claim = await claimKey(tx, env.tables, input);
@@ -117,7 +116,7 @@ export async function claimPhase(
 
   const state = result.state;
   // The fingerprint check comes first: a different request never learns anything of the key.
-  if (state.requestHash !== v.fingerprint) throw await reusedKeyError(pool, env, scoped, v);
+  if (state.requestHash !== v.fingerprint) throw reusedKeyError(result.storedRequest, v);
   if (state.recoveryPoint === 'completed') return { kind: 'response', outcome: replayOf(state) };
   if (state.recoveryPoint === 'expired') throw new IdempotencyKeyExpiredError(state.chargeId);
   if (state.recoveryPoint === 'failed') throw new ChargeNeedsAttentionError();
@@ -153,20 +152,18 @@ export async function claimPhase(
 }
 
 /**
- * A 422 that names the fields that differ from the stored request. The extra read happens only
- * on this path; if it fails, the refusal stands without the names.
+ * A 422 that names the fields that differ from the stored request (the claim returned it because
+ * the fingerprints differ). A tombstone keeps no request: then the refusal names none.
  */
-async function reusedKeyError(
-  pool: CommonQueryMethods,
-  env: EngineEnv,
-  scoped: ScopedKey,
+function reusedKeyError(
+  storedRequest: string | null,
   v: ValidatedRequest,
-): Promise<IdempotencyKeyReusedError> {
+): IdempotencyKeyReusedError {
+  if (!storedRequest) return new IdempotencyKeyReusedError();
   try {
-    const stored = await readCanonicalRequest(pool, env.tables, scoped);
     const incoming = JSON.parse(v.canonical) as Record<string, unknown>;
     return new IdempotencyKeyReusedError({
-      differingFields: stored === null ? [] : differingFields(stored, incoming),
+      differingFields: differingFields(storedRequest, incoming),
     });
   } catch {
     return new IdempotencyKeyReusedError();

@@ -1,7 +1,6 @@
-import type { DatabasePool } from 'slonik';
 import { IdempotencyKeyInUseError, InvalidConfigurationError } from '../errors.js';
 import { validateChargeRequest, type ChargeRequest } from '../request.js';
-import { resolvePool } from '../store/resolvePool.js';
+import { isPoolInput, resolvePool, type StorePools } from '../store/resolvePool.js';
 import { withStore } from '../store/storeErrors.js';
 import { DEFAULT_SCHEMA, tablesIn } from '../store/tables.js';
 import type { EngineEnv } from './engineEnv.js';
@@ -79,7 +78,10 @@ export type ChargeEngine = {
    * Errors go to `onError` and never end the loop.
    */
   startRecovery(options?: RecoveryLoopOptions): Promise<void>;
-  /** Ends the pool if the engine created it from a connection string; a no-op otherwise. */
+  /**
+   * Ends the pool the engine created from a connection string, and hands back any connection it
+   * borrowed from a pool of yours (which stays open: ending it is yours to do).
+   */
   close(): Promise<void>;
 };
 
@@ -109,18 +111,17 @@ export function createChargeEngine(options: ChargeEngineOptions): ChargeEngine {
   // Concurrent calls share one resolution, so one pool is made. One that failed (PostgreSQL
   // down) is forgotten: the next call tries again. Once closed, an engine that made its own pool
   // makes no other (nobody would end it) and says so.
-  let owned: Promise<{ pool: DatabasePool; owned: boolean }> | undefined;
+  let resolved: Promise<StorePools> | undefined;
   let closed = false;
   const resolve = () => {
-    if (closed && typeof options.pool === 'string') {
-      return Promise.reject(new InvalidConfigurationError('This engine was closed.'));
-    }
-    return (owned ??= withStore(() => resolvePool(options.pool)).catch((error: unknown) => {
-      owned = undefined;
+    if (closed) return Promise.reject(new InvalidConfigurationError('This engine was closed.'));
+    return (resolved ??= withStore(() => resolvePool(options.pool)).catch((error: unknown) => {
+      resolved = undefined;
       throw error;
     }));
   };
-  env.pool = async () => (await resolve()).pool;
+  env.pools = resolve;
+  env.pool = async () => (await resolve()).slonik;
 
   return {
     processCharge: async (key, request) => {
@@ -152,10 +153,10 @@ export function createChargeEngine(options: ChargeEngineOptions): ChargeEngine {
       ),
     close: async () => {
       closed = true;
-      if (!owned) return;
+      if (!resolved) return;
       // A pool that never came up has nothing to end.
-      const resolved = await owned.catch(() => null);
-      if (resolved?.owned) await resolved.pool.end();
+      const pools = await resolved.catch(() => null);
+      await pools?.end();
     },
   };
 }
@@ -204,8 +205,10 @@ function buildEnv(options: ChargeEngineOptions): EngineEnv {
       'provider is required: a PaymentProvider with createCharge and findCharge functions',
     );
   }
-  if (!pool || (typeof pool !== 'string' && typeof pool.transaction !== 'function')) {
-    throw new InvalidConfigurationError('pool is required: a slonik pool or a connection string');
+  if (!isPoolInput(pool)) {
+    throw new InvalidConfigurationError(
+      'pool is required: a connection string, a node-postgres Pool or a slonik pool',
+    );
   }
   const leaseMs = options.leaseMs ?? DEFAULTS.leaseMs;
   const providerTimeoutMs = options.providerTimeoutMs ?? DEFAULTS.providerTimeoutMs;
@@ -252,6 +255,7 @@ function buildEnv(options: ChargeEngineOptions): EngineEnv {
   }
   return {
     pool: () => Promise.reject(new Error('pool not resolved')),
+    pools: () => Promise.reject(new Error('pool not resolved')),
     tables: tablesIn(options.schema ?? DEFAULT_SCHEMA),
     provider: options.provider,
     operation,

@@ -1,11 +1,15 @@
 import type { DatabasePool } from 'slonik';
 import type { PaymentProvider } from '../provider/PaymentProvider.js';
+import type { StorePools } from '../store/resolvePool.js';
 import type { Tables } from '../store/tables.js';
 import type { ChargeHooks, FaultInjector, InProgressPolicy, MonotonicClock } from './types.js';
 
 /** Everything an attempt needs, resolved once by `createChargeEngine`. */
 export type EngineEnv = {
+  /** slonik, chargeonce's SQL layer, on the caller's pool. */
   pool: () => Promise<DatabasePool>;
+  /** Both ways to the database: slonik, and node-postgres for the hot statements when it can. */
+  pools: () => Promise<StorePools>;
   tables: Tables;
   provider: PaymentProvider;
   operation: string;

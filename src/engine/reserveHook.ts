@@ -1,4 +1,5 @@
 import type { DatabaseTransactionConnection } from 'slonik';
+import { hookTransaction } from './hookTransaction.js';
 import { ChargeRejectedError } from '../errors.js';
 import type { ChargeRequest } from '../request.js';
 import { completeKey } from '../store/completeKey.js';
@@ -30,7 +31,7 @@ export async function runReserveHook(
   if (!hook) return null;
   try {
     await tx.transaction(async (savepoint) => {
-      await hook(savepoint, {
+      await hook(hookTransaction(savepoint), {
         ...charge.scoped,
         chargeId: charge.chargeId,
         providerKey: charge.providerKey,

@@ -1,4 +1,5 @@
-import type { DatabasePool, DatabaseTransactionConnection } from 'slonik';
+import type { PoolInput } from '../store/resolvePool.js';
+import type { HookTransaction } from './hookTransaction.js';
 import type { PaymentProvider } from '../provider/PaymentProvider.js';
 import type { ChargeRequest } from '../request.js';
 
@@ -42,7 +43,9 @@ export type CompleteHookContext = HookContext & {
 
 /**
  * The caller's own SQL, run inside chargeonce's phase transactions: it commits with the phase or
- * not at all. A hook must use the `tx` it is given, never another connection.
+ * not at all. A hook must use the `tx` it is given, never another connection: `tx.query(text,
+ * values)` with `$1…` placeholders, or `tx.query(statement)` with a slonik `sql` token or a
+ * node-postgres `{ text, values }`.
  */
 export type ChargeHooks = {
   /**
@@ -50,14 +53,14 @@ export type ChargeHooks = {
    * (reserve stock, hold an order). Throw `ChargeRejectedError(status, body)` to end the charge
    * with that stored outcome; any other throw rolls the phase back and releases the key.
    */
-  reserve?: (tx: DatabaseTransactionConnection, ctx: HookContext) => Promise<void>;
+  reserve?: (tx: HookTransaction, ctx: HookContext) => Promise<void>;
   /** Runs in the transaction that records the provider's answer (mark the order paid). */
-  complete?: (tx: DatabaseTransactionConnection, ctx: CompleteHookContext) => Promise<void>;
+  complete?: (tx: HookTransaction, ctx: CompleteHookContext) => Promise<void>;
   /**
    * Runs in the transaction where the recovery worker cancels a charge its client abandoned
    * before the provider made it: release what `reserve` held.
    */
-  cancel?: (tx: DatabaseTransactionConnection, ctx: HookContext) => Promise<void>;
+  cancel?: (tx: HookTransaction, ctx: HookContext) => Promise<void>;
 };
 
 export const CRASH_POINTS = [
@@ -114,8 +117,12 @@ export type InProgressPolicy = 'reject' | { waitMs: number };
 
 /** Options of {@link createChargeEngine}. */
 export type ChargeEngineOptions = {
-  /** A slonik pool, or a connection string (the engine then owns its pool; `close()` ends it). */
-  pool: DatabasePool | string;
+  /**
+   * A connection string (the engine makes a pool of its own; `close()` ends it), a node-postgres
+   * `pg.Pool` (the fastest: the hot statements go to it as prepared statements), or a slonik pool.
+   * A pool you pass stays yours: the engine borrows connections and never ends it.
+   */
+  pool: PoolInput;
   /** The payment provider adapter. */
   provider: PaymentProvider;
   /**

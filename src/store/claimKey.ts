@@ -5,6 +5,8 @@ import type { KeyState, ScopedKey } from './keyState.js';
 import type { Tables } from './tables.js';
 import type { ChargeIntent } from './chargeIntent.js';
 import { findKey } from './findKey.js';
+import { hotStatements } from './hotStatements.js';
+import type { PgPoolLike } from './pgPoolLike.js';
 
 /**
  * What a new claim writes: the key at `reserved` and the local charge intent, or with
@@ -20,24 +22,72 @@ export type ClaimInput = ScopedKey &
     leaseMs: number;
   };
 
-/** Either this attempt now owns a fresh key, or the key already existed. */
+/**
+ * Either this attempt now owns a fresh key, or the key already existed (with its stored canonical
+ * request when the fingerprints differ, to explain the refusal), or it vanished meanwhile.
+ */
 export type ClaimResult =
-  { kind: 'claimed' } | { kind: 'existing'; state: KeyState } | { kind: 'vanished' };
+  | { kind: 'claimed' }
+  | { kind: 'existing'; state: KeyState; storedRequest: string | null }
+  | { kind: 'vanished' };
 
 // `claimed`, and the existing key's columns (null when claimed).
-const claimRow = z.object({ claimed: z.boolean() }).passthrough();
+const claimRow = z.object({ claimed: z.boolean(), stored_request: z.string().nullable() });
+
+/** The claim's values, in the order of `claim_key`'s parameters. */
+function claimValues(input: ClaimInput): unknown[] {
+  return [
+    input.merchantId,
+    input.operation,
+    input.key,
+    input.requestHash,
+    input.canonicalRequest,
+    input.reserve,
+    input.chargeId,
+    input.lockToken,
+    input.leaseMs,
+    input.customerId,
+    input.amountMinor,
+    input.currency,
+    input.description,
+    input.metadata === null ? null : JSON.stringify(input.metadata),
+    input.providerKey,
+  ];
+}
+
+/** What `claim_key` returned, as a result; null when it returned no row. */
+function toClaimResult(row: Record<string, unknown> | undefined): ClaimResult | null {
+  if (!row) return null;
+  const head = claimRow.parse(row);
+  if (head.claimed) return { kind: 'claimed' };
+  return {
+    kind: 'existing',
+    state: toKeyState(keyStateRow.parse(row)),
+    storedRequest: head.stored_request,
+  };
+}
 
 /**
- * Claims the key and reserves the charge in one statement (`claim_key`, see the migration), so a
- * fresh charge's first phase is one round trip and one commit. The primary key is the lock: of
- * any number of racing claims exactly one inserts; the others get the winner's row back.
+ * The claim as a named prepared statement on a node-postgres pool: the hot path of every call
+ * without a `reserve` hook (a fresh charge's first round trip, a replay's only one).
  */
-export async function claimKey(
+export async function claimKeyPrepared(
+  pool: PgPoolLike,
+  tables: Tables,
+  input: ClaimInput,
+): Promise<ClaimResult | null> {
+  const { claim } = hotStatements(tables);
+  const result = await pool.query({ ...claim, values: claimValues(input) });
+  return toClaimResult(result.rows[0]);
+}
+
+/** The claim through slonik: inside a transaction (with a `reserve` hook), or on a slonik pool. */
+async function claimKeyThroughSlonik(
   db: CommonQueryMethods,
   tables: Tables,
   input: ClaimInput,
-): Promise<ClaimResult> {
-  const row = await db.maybeOne(sql.type(claimRow)`
+): Promise<ClaimResult | null> {
+  const result = await db.query(sql.unsafe`
     SELECT * FROM ${tables.claimKeyFunction}(
       ${input.merchantId}::text, ${input.operation}::text, ${input.key}::text,
       ${input.requestHash}::text, ${input.canonicalRequest}::text, ${input.reserve}::boolean,
@@ -46,10 +96,29 @@ export async function claimKey(
       ${input.description}::text,
       ${input.metadata === null ? null : JSON.stringify(input.metadata)}::jsonb,
       ${input.providerKey}::text)`);
-  if (row?.claimed) return { kind: 'claimed' };
-  if (row) return { kind: 'existing', state: toKeyState(keyStateRow.parse(row)) };
+  return toClaimResult(result.rows[0] as Record<string, unknown> | undefined);
+}
+
+/**
+ * Claims the key and reserves the charge in one statement (`claim_key`, see the migration), so a
+ * fresh charge's first phase is one round trip and one commit. The primary key is the lock: of
+ * any number of racing claims exactly one inserts; the others get the winner's row back.
+ * With `pool` (node-postgres, outside any transaction) the claim goes there as a prepared
+ * statement; `db` is then only asked again in the rare case the key vanished.
+ */
+export async function claimKey(
+  db: CommonQueryMethods,
+  tables: Tables,
+  input: ClaimInput,
+  pool: PgPoolLike | null = null,
+): Promise<ClaimResult> {
+  const claimed = pool
+    ? await claimKeyPrepared(pool, tables, input)
+    : await claimKeyThroughSlonik(db, tables, input);
+  if (claimed) return claimed;
   // No row: the key conflicted, then was deleted (released by the sweeper at `started`, or a
-  // tombstone purged) before the function read it. Look once more; the caller retries the claim if it is gone.
+  // tombstone purged) before the function read it. Look once more; the caller retries the claim
+  // if it is gone.
   const state = await findKey(db, tables, input);
-  return state ? { kind: 'existing', state } : { kind: 'vanished' };
+  return state ? { kind: 'existing', state, storedRequest: null } : { kind: 'vanished' };
 }

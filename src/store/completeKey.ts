@@ -2,6 +2,8 @@ import { z } from 'zod';
 import { sql, type CommonQueryMethods } from 'slonik';
 import type { ChargeStatus, ScopedKey } from './keyState.js';
 import type { Tables } from './tables.js';
+import { hotStatements } from './hotStatements.js';
+import type { PgPoolLike } from './pgPoolLike.js';
 
 /** The terminal outcome written by the complete phase. */
 export type CompletionInput = ScopedKey & {
@@ -31,4 +33,31 @@ export async function completeKey(
       ${input.lockToken}::uuid, ${input.chargeStatus}::text, ${input.providerChargeId}::text,
       ${input.declineCode}::text, ${input.responseStatus}::integer,
       ${input.responseBody}::text) AS completed`);
+}
+
+/**
+ * {@link completeKey} as a named prepared statement on a node-postgres pool: the hot path of a
+ * completion without a `complete` hook.
+ */
+export async function completeKeyPrepared(
+  pool: PgPoolLike,
+  tables: Tables,
+  input: CompletionInput,
+): Promise<boolean> {
+  const { complete } = hotStatements(tables);
+  const result = await pool.query({
+    ...complete,
+    values: [
+      input.merchantId,
+      input.operation,
+      input.key,
+      input.lockToken,
+      input.chargeStatus,
+      input.providerChargeId,
+      input.declineCode,
+      input.responseStatus,
+      input.responseBody,
+    ],
+  });
+  return completedRow.parse(result.rows[0]).completed;
 }

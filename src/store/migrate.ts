@@ -56,10 +56,10 @@ export async function migrate(
   const tables = tablesIn(options.schema ?? DEFAULT_SCHEMA);
   const migrations = await loadMigrations();
   const latest = migrations.at(-1)?.version ?? 0;
-  const { pool, owned } = await withStore(() => resolvePool(input));
+  const pools = await withStore(() => resolvePool(input));
   try {
     return await withStore(() =>
-      pool.transaction(async (tx) => {
+      pools.slonik.transaction(async (tx) => {
         // Serializes concurrent migrators of this schema until COMMIT. Taken before anything
         // else, so even CREATE SCHEMA IF NOT EXISTS never races.
         await tx.query(
@@ -91,7 +91,7 @@ export async function migrate(
       }),
     );
   } finally {
-    if (owned) await pool.end();
+    await pools.end();
   }
 }
 

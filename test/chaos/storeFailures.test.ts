@@ -46,7 +46,7 @@ describe('the database connection dies mid-transaction (pg_terminate_backend)', 
       await gate.wait();
       await tx.query(sql.unsafe`SELECT 1`);
     };
-    const dying = createChargeEngine({ pool: db.pool, provider, hooks: { [phase]: stall } });
+    const dying = createChargeEngine({ pool: db.pgPool, provider, hooks: { [phase]: stall } });
     const key = aKey();
     const attempt = dying.processCharge(key, aRequest()).catch((e: unknown) => e);
     await waitFor(() => Promise.resolve(reached));
@@ -61,7 +61,7 @@ describe('the database connection dies mid-transaction (pg_terminate_backend)', 
     expect(killed).toBeGreaterThanOrEqual(1);
     expect(result).toBeInstanceOf(StoreUnavailableError);
     expect(await readKey(db.pool, db.tables, 'm_1', key)).toBeNull();
-    const healthy = createChargeEngine({ pool: db.pool, provider });
+    const healthy = createChargeEngine({ pool: db.pgPool, provider });
     await expect(healthy.processCharge(key, aRequest())).resolves.toMatchObject({
       replayed: false,
     });
@@ -75,7 +75,7 @@ describe('the database connection dies mid-transaction (pg_terminate_backend)', 
     expect((await readKey(db.pool, db.tables, 'm_1', key))?.recovery_point).toBe('reserved');
     expect(provider.ledger()).toHaveLength(1);
     await expireLease(db.pool, db.tables, 'm_1', key);
-    const healthy = createChargeEngine({ pool: db.pool, provider });
+    const healthy = createChargeEngine({ pool: db.pgPool, provider });
     const outcome = await healthy.processCharge(key, aRequest());
     expect(outcome.providerChargeId).toBe(provider.ledger()[0]?.id);
     expect(provider.ledger()).toHaveLength(1);

@@ -27,7 +27,7 @@ const provider = createFakeProvider({
 
 beforeAll(async () => {
   db = await createTestDatabase();
-  const engine = createChargeEngine({ pool: db.pool, provider });
+  const engine = createChargeEngine({ pool: db.pgPool, provider });
   const handler = createChargeHandler(engine, {
     authenticate: (req) => (req.headers.authorization === 'Bearer tok_c' ? 'm_client' : null),
     onError: () => {},

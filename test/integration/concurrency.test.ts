@@ -20,7 +20,7 @@ describe('concurrent attempts on one key', () => {
   it('50 at once make exactly one provider charge; the rest get 409 or the replay', async () => {
     // No provider-side dedupe: a second createCharge would show up as a second ledger entry.
     const provider = createFakeProvider({ dedupe: false });
-    const engine = createChargeEngine({ pool: db.pool, provider });
+    const engine = createChargeEngine({ pool: db.pgPool, provider });
     const key = aKey();
     const request = aRequest({ merchantId: 'm_storm' });
 
@@ -44,7 +44,11 @@ describe('concurrent attempts on one key', () => {
       dedupe: false,
       beforeAnswer: () => new Promise((resolve) => setTimeout(resolve, 50)),
     });
-    const engine = createChargeEngine({ pool: db.pool, provider, inProgress: { waitMs: 10_000 } });
+    const engine = createChargeEngine({
+      pool: db.pgPool,
+      provider,
+      inProgress: { waitMs: 10_000 },
+    });
     const key = aKey();
 
     const outcomes = await Promise.all(
@@ -62,7 +66,7 @@ describe('concurrent attempts on one key', () => {
     let release!: () => void;
     const held = new Promise<void>((resolve) => (release = resolve));
     const provider = createFakeProvider({ beforeAnswer: () => held });
-    const waiting = createChargeEngine({ pool: db.pool, provider, inProgress: { waitMs: 150 } });
+    const waiting = createChargeEngine({ pool: db.pgPool, provider, inProgress: { waitMs: 150 } });
     const key = aKey();
     const first = waiting.processCharge(key, aRequest());
     // Give the first attempt time to claim; the second then waits 150 ms and gives up.
@@ -78,7 +82,7 @@ describe('concurrent attempts on one key', () => {
 
   it('many keys at once each charge once', async () => {
     const provider = createFakeProvider({ dedupe: false });
-    const engine = createChargeEngine({ pool: db.pool, provider });
+    const engine = createChargeEngine({ pool: db.pgPool, provider });
     const keys = Array.from({ length: 40 }, () => aKey());
 
     await Promise.all(

@@ -46,13 +46,13 @@ describe.each([false, true])('crash at every point (separateClaim: %s)', (separa
         },
       };
       const dying = createChargeEngine({
-        pool: db.pool,
+        pool: db.pgPool,
         provider,
         hooks,
         separateClaim,
         faults: { shouldCrash: (point) => point === crashAt },
       });
-      const healthy = createChargeEngine({ pool: db.pool, provider, hooks });
+      const healthy = createChargeEngine({ pool: db.pgPool, provider, hooks });
       const key = aKey();
       const request = aRequest({ merchantId });
 

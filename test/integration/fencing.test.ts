@@ -23,7 +23,7 @@ describe('fencing', () => {
     });
     const completedBy: string[] = [];
     const engine = createChargeEngine({
-      pool: db.pool,
+      pool: db.pgPool,
       provider,
       hooks: {
         complete: (_tx, ctx) => {

@@ -36,7 +36,7 @@ const writingHooks: ChargeHooks = {
 describe('hooks run inside the phase transactions', () => {
   it('reserve and complete hooks commit with their phases', async () => {
     const engine = createChargeEngine({
-      pool: db.pool,
+      pool: db.pgPool,
       provider: createFakeProvider(),
       hooks: writingHooks,
     });
@@ -49,7 +49,7 @@ describe('hooks run inside the phase transactions', () => {
   it('a reserve hook that throws rolls back the claim and the intent: the key stays usable', async () => {
     const provider = createFakeProvider();
     const failing = createChargeEngine({
-      pool: db.pool,
+      pool: db.pgPool,
       provider,
       hooks: {
         reserve: async (tx, ctx) => {
@@ -69,7 +69,7 @@ describe('hooks run inside the phase transactions', () => {
     expect(await countRows(db.pool, db.tables.keys)).toBe(keysBefore);
     expect(await countRows(db.pool, db.tables.charges)).toBe(chargesBefore);
     expect(provider.calls.createCharge).toBe(0);
-    const working = createChargeEngine({ pool: db.pool, provider, hooks: writingHooks });
+    const working = createChargeEngine({ pool: db.pgPool, provider, hooks: writingHooks });
     await expect(working.processCharge(key, aRequest())).resolves.toMatchObject({
       replayed: false,
     });
@@ -78,7 +78,7 @@ describe('hooks run inside the phase transactions', () => {
   it('with separateClaim, a reserve hook that throws releases the key it claimed earlier', async () => {
     const provider = createFakeProvider();
     const failing = createChargeEngine({
-      pool: db.pool,
+      pool: db.pgPool,
       provider,
       separateClaim: true,
       hooks: {
@@ -93,7 +93,7 @@ describe('hooks run inside the phase transactions', () => {
       recovery_point: 'started',
       lock_token: null,
     });
-    const working = createChargeEngine({ pool: db.pool, provider, hooks: writingHooks });
+    const working = createChargeEngine({ pool: db.pgPool, provider, hooks: writingHooks });
     await expect(working.processCharge(key, aRequest())).resolves.toMatchObject({
       status: 'succeeded',
     });
@@ -104,7 +104,7 @@ describe('hooks run inside the phase transactions', () => {
     const provider = createFakeProvider();
     const body = '{"error":"out_of_stock","sku":"A-1"}';
     const engine = createChargeEngine({
-      pool: db.pool,
+      pool: db.pgPool,
       provider,
       hooks: {
         reserve: async (tx, ctx) => {
@@ -131,7 +131,7 @@ describe('hooks run inside the phase transactions', () => {
     const provider = createFakeProvider({ dedupe: false });
     let failOnce = true;
     const engine = createChargeEngine({
-      pool: db.pool,
+      pool: db.pgPool,
       provider,
       hooks: {
         reserve: writingHooks.reserve,
@@ -163,7 +163,7 @@ describe('hooks run inside the phase transactions', () => {
     const provider = createFakeProvider({ dedupe: false });
     const adopted: boolean[] = [];
     const engine = createChargeEngine({
-      pool: db.pool,
+      pool: db.pgPool,
       provider,
       hooks: {
         complete: (_tx, ctx) => {

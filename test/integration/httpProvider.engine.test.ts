@@ -41,7 +41,7 @@ async function setUp(
   const server = await startFakeProviderServer(serverOptions);
   servers.push(server);
   const engine = createChargeEngine({
-    pool: db.pool,
+    pool: db.pgPool,
     provider: createHttpProvider({ baseUrl: server.url }),
     providerTimeoutMs: engineOptions.providerTimeoutMs ?? 2_000,
     leaseMs: 10_000,

@@ -21,7 +21,7 @@ afterAll(async () => {
 
 function setup(options: { dedupe?: boolean } = {}) {
   const provider = createFakeProvider({ dedupe: options.dedupe ?? true });
-  const engine = createChargeEngine({ pool: db.pool, provider });
+  const engine = createChargeEngine({ pool: db.pgPool, provider });
   return { provider, engine };
 }
 
@@ -143,7 +143,7 @@ describe('processCharge', () => {
     let release!: () => void;
     const gate = new Promise<void>((resolve) => (release = resolve));
     const provider = createFakeProvider({ beforeAnswer: () => gate });
-    const engine = createChargeEngine({ pool: db.pool, provider });
+    const engine = createChargeEngine({ pool: db.pgPool, provider });
     const key = aKey();
     const running = engine.processCharge(key, aRequest());
     await waitFor(async () => (await readKey(db.pool, db.tables, 'm_1', key)) !== null);
@@ -178,8 +178,8 @@ describe('processCharge', () => {
 
   it('scopes keys per merchant and per operation', async () => {
     const provider = createFakeProvider();
-    const charges = createChargeEngine({ pool: db.pool, provider });
-    const refunds = createChargeEngine({ pool: db.pool, provider, operation: 'refund' });
+    const charges = createChargeEngine({ pool: db.pgPool, provider });
+    const refunds = createChargeEngine({ pool: db.pgPool, provider, operation: 'refund' });
     const key = aKey();
 
     const a = await charges.processCharge(key, aRequest({ merchantId: 'm_scope_a' }));
@@ -197,9 +197,10 @@ describe('processCharge', () => {
 
   it('writes to its own tables even when the session has temporary tables of the same names', async () => {
     const pool = await createEnginePool(db.url, { maximumPoolSize: 1 });
-    await pool.query(sql.unsafe`
-      CREATE TEMP TABLE idempotency_keys (LIKE chargeonce.idempotency_keys INCLUDING ALL)`);
-    await pool.query(sql.unsafe`CREATE TEMP TABLE charges (LIKE chargeonce.charges INCLUDING ALL)`);
+    await pool.query({
+      text: 'CREATE TEMP TABLE idempotency_keys (LIKE chargeonce.idempotency_keys INCLUDING ALL)',
+    });
+    await pool.query({ text: 'CREATE TEMP TABLE charges (LIKE chargeonce.charges INCLUDING ALL)' });
     const engine = createChargeEngine({ pool, provider: createFakeProvider() });
     const key = aKey();
 
@@ -222,16 +223,16 @@ describe('createChargeEngine', () => {
   it('refuses a provider timeout that is not below the lease', () => {
     const provider = createFakeProvider();
     expect(() =>
-      createChargeEngine({ pool: db.pool, provider, leaseMs: 1_000, providerTimeoutMs: 1_000 }),
+      createChargeEngine({ pool: db.pgPool, provider, leaseMs: 1_000, providerTimeoutMs: 1_000 }),
     ).toThrow(InvalidConfigurationError);
-    expect(() => createChargeEngine({ pool: db.pool, provider, leaseMs: 0 })).toThrow(
+    expect(() => createChargeEngine({ pool: db.pgPool, provider, leaseMs: 0 })).toThrow(
       InvalidConfigurationError,
     );
-    expect(() => createChargeEngine({ pool: db.pool, provider, schema: 'Bad-Schema' })).toThrow(
+    expect(() => createChargeEngine({ pool: db.pgPool, provider, schema: 'Bad-Schema' })).toThrow(
       InvalidConfigurationError,
     );
     expect(() =>
-      createChargeEngine({ pool: db.pool, provider, inProgress: { waitMs: -1 } }),
+      createChargeEngine({ pool: db.pgPool, provider, inProgress: { waitMs: -1 } }),
     ).toThrow(InvalidConfigurationError);
   });
 
@@ -242,14 +243,14 @@ describe('createChargeEngine', () => {
 
     expect(make(undefined)).toThrow(InvalidConfigurationError);
     expect(make(null)).toThrow(InvalidConfigurationError);
-    expect(make({ pool: db.pool })).toThrow(InvalidConfigurationError);
-    expect(make({ pool: db.pool, provider: {} })).toThrow(/createCharge and findCharge/);
-    expect(make({ pool: db.pool, provider: { createCharge: () => null } })).toThrow(
+    expect(make({ pool: db.pgPool })).toThrow(InvalidConfigurationError);
+    expect(make({ pool: db.pgPool, provider: {} })).toThrow(/createCharge and findCharge/);
+    expect(make({ pool: db.pgPool, provider: { createCharge: () => null } })).toThrow(
       InvalidConfigurationError,
     );
     expect(make({ provider })).toThrow(InvalidConfigurationError);
     expect(make({ pool: '', provider })).toThrow(InvalidConfigurationError);
     expect(make({ pool: 42, provider })).toThrow(InvalidConfigurationError);
-    expect(make({ pool: db.pool, provider })).not.toThrow();
+    expect(make({ pool: db.pgPool, provider })).not.toThrow();
   });
 });

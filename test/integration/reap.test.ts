@@ -53,7 +53,7 @@ const seedCompleted = (merchantId: string, n: number, hours: number) =>
 describe('reap', () => {
   it('reaps completed keys past retention into tombstones, keeps recent and unfinished ones, keeps charges', async () => {
     const engine = createChargeEngine({
-      pool: db.pool,
+      pool: db.pgPool,
       provider: createFakeProvider(),
       retentionMs: 24 * 3_600_000,
     });
@@ -86,7 +86,7 @@ describe('reap', () => {
 
   it('respects limit and batch size', async () => {
     await seedCompleted('m_reap_limit', 25, 100);
-    const engine = createChargeEngine({ pool: db.pool, provider: createFakeProvider() });
+    const engine = createChargeEngine({ pool: db.pgPool, provider: createFakeProvider() });
 
     expect(await engine.reap({ limit: 10, batchSize: 3 })).toBe(10);
     expect(await countAt('m_reap_limit', 'completed')).toBe(15);
@@ -97,7 +97,7 @@ describe('reap', () => {
   it('reaps 50,000 old keys in batches while charges run and complete during it', async () => {
     await seedCompleted('m_reap_bulk', 50_000, 100);
     const provider = createFakeProvider({ dedupe: false });
-    const engine = createChargeEngine({ pool: db.pool, provider });
+    const engine = createChargeEngine({ pool: db.pgPool, provider });
     let reaping = true;
     let completedDuringReap = 0;
     const charges: Array<Promise<unknown>> = [];
@@ -130,7 +130,7 @@ describe('reap', () => {
     // Before tombstones the reaper deleted the key, and this retry was a fresh claim with a new
     // provider key: a second charge that neither dedupe nor findCharge could see.
     const provider = createFakeProvider({ dedupe: false });
-    const engine = createChargeEngine({ pool: db.pool, provider, retentionMs: 3_600_000 });
+    const engine = createChargeEngine({ pool: db.pgPool, provider, retentionMs: 3_600_000 });
     const key = aKey();
     const request = aRequest({ merchantId: 'm_reap_late' });
     const first = await engine.processCharge(key, request);
@@ -152,7 +152,7 @@ describe('reap', () => {
   it('deletes tombstones past tombstoneRetentionMs, and only then is the key free again', async () => {
     const provider = createFakeProvider({ dedupe: false });
     const engine = createChargeEngine({
-      pool: db.pool,
+      pool: db.pgPool,
       provider,
       retentionMs: 3_600_000,
       tombstoneRetentionMs: 10 * 3_600_000,
@@ -180,7 +180,7 @@ describe('reap', () => {
   it('refuses a tombstone window that does not exceed retention', () => {
     expect(() =>
       createChargeEngine({
-        pool: db.pool,
+        pool: db.pgPool,
         provider: createFakeProvider(),
         retentionMs: 3_600_000,
         tombstoneRetentionMs: 3_600_000,

@@ -17,7 +17,7 @@ afterAll(async () => {
 /** A merchant of its own per test, and a few clean charges in it. */
 async function cleanRun(merchantId: string) {
   const provider = createFakeProvider({ dedupe: false });
-  const engine = createChargeEngine({ pool: db.pool, provider });
+  const engine = createChargeEngine({ pool: db.pgPool, provider });
   const outcomes = [];
   for (let i = 0; i < 3; i++) {
     const key = aKey();
@@ -28,7 +28,7 @@ async function cleanRun(merchantId: string) {
 
 const check = (provider: FakeProvider, merchantId: string, extra = {}) =>
   reconcile({
-    pool: db.pool,
+    pool: db.pgPool,
     providerLedger: provider.ledger(),
     merchantIds: [merchantId],
     ...extra,
@@ -108,7 +108,7 @@ describe('reconcile', () => {
       },
       { signal: new AbortController().signal },
     );
-    const report = await reconcile({ pool: db.pool, providerLedger: provider.ledger() });
+    const report = await reconcile({ pool: db.pgPool, providerLedger: provider.ledger() });
     expect(report.violations).toContainEqual(
       expect.objectContaining({ kind: 'lost_charge', providerKey: 'co_unknown' }),
     );
@@ -138,7 +138,7 @@ describe('reconcile', () => {
     const { provider } = await cleanRun('m_rec_phantom');
     const ledger = provider.ledger();
     const report = await reconcile({
-      pool: db.pool,
+      pool: db.pgPool,
       merchantIds: ['m_rec_phantom'],
       providerLedger: [
         { ...ledger[0]!, amountMinor: 1999 },

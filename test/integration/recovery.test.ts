@@ -21,7 +21,7 @@ afterAll(async () => {
 describe('resuming at each recovery point', () => {
   it('at started: reserves, then charges once', async () => {
     const provider = createFakeProvider({ dedupe: false });
-    const engine = createChargeEngine({ pool: db.pool, provider });
+    const engine = createChargeEngine({ pool: db.pgPool, provider });
     const key = aKey();
     const request = aRequest({ merchantId: 'm_started' });
     const seeded = await seedInterruptedKey(db.pool, db.tables, key, request, 'started');
@@ -44,7 +44,7 @@ describe('resuming at each recovery point', () => {
 
   it('at reserved, the provider already charged: adopts it, charges nothing', async () => {
     const provider = createFakeProvider({ dedupe: false });
-    const engine = createChargeEngine({ pool: db.pool, provider });
+    const engine = createChargeEngine({ pool: db.pgPool, provider });
     const key = aKey();
     const request = aRequest({ merchantId: 'm_adopt' });
     const seeded = await seedInterruptedKey(db.pool, db.tables, key, request, 'reserved');
@@ -70,7 +70,7 @@ describe('resuming at each recovery point', () => {
 
   it('at reserved, the provider has nothing: charges once', async () => {
     const provider = createFakeProvider({ dedupe: false });
-    const engine = createChargeEngine({ pool: db.pool, provider });
+    const engine = createChargeEngine({ pool: db.pgPool, provider });
     const key = aKey();
     const request = aRequest({ merchantId: 'm_reserved' });
     const seeded = await seedInterruptedKey(db.pool, db.tables, key, request, 'reserved');
@@ -84,10 +84,10 @@ describe('resuming at each recovery point', () => {
 
   it('at reserved with the lease still held: 409 with a retry delay, nothing called', async () => {
     const provider = createFakeProvider();
-    const engine = createChargeEngine({ pool: db.pool, provider });
+    const engine = createChargeEngine({ pool: db.pgPool, provider });
     const key = aKey();
     const running = createChargeEngine({
-      pool: db.pool,
+      pool: db.pgPool,
       provider: createFakeProvider({ beforeAnswer: () => new Promise(() => {}) }),
       providerTimeoutMs: 300,
       leaseMs: 60_000,
@@ -108,7 +108,7 @@ describe('resuming at each recovery point', () => {
 describe('provider failures', () => {
   it('a transient failure stores nothing, releases the claim, and the retry charges once', async () => {
     const provider = createFakeProvider({ dedupe: false });
-    const engine = createChargeEngine({ pool: db.pool, provider });
+    const engine = createChargeEngine({ pool: db.pgPool, provider });
     const key = aKey();
     provider.failNext('failBeforeCharge');
 
@@ -130,7 +130,7 @@ describe('provider failures', () => {
   it('charged, then the answer was lost: the retry adopts the charge (real charges counted)', async () => {
     // The provider does not dedupe: only the engine's lookup stands between us and a double charge.
     const provider = createFakeProvider({ dedupe: false });
-    const engine = createChargeEngine({ pool: db.pool, provider });
+    const engine = createChargeEngine({ pool: db.pgPool, provider });
     const key = aKey();
     provider.failNext('failAfterCharge');
 
@@ -147,7 +147,7 @@ describe('provider failures', () => {
 
   it('after the provider forgot its idempotency keys, the lookup still prevents a double charge', async () => {
     const provider = createFakeProvider();
-    const engine = createChargeEngine({ pool: db.pool, provider });
+    const engine = createChargeEngine({ pool: db.pgPool, provider });
     const key = aKey();
     provider.failNext('failAfterCharge');
     await engine.processCharge(key, aRequest()).catch(() => null);
@@ -161,7 +161,7 @@ describe('provider failures', () => {
   it('a provider that hangs is cut off at providerTimeoutMs and the retry succeeds', async () => {
     const provider = createFakeProvider({ dedupe: false });
     const engine = createChargeEngine({
-      pool: db.pool,
+      pool: db.pgPool,
       provider,
       providerTimeoutMs: 100,
       leaseMs: 5_000,
@@ -186,7 +186,7 @@ describe('provider failures', () => {
       beforeAnswer: () => new Promise((resolve) => setTimeout(resolve, 300)),
     });
     const engine = createChargeEngine({
-      pool: db.pool,
+      pool: db.pgPool,
       provider,
       providerTimeoutMs: 500,
       leaseMs: 5_000,
@@ -204,7 +204,7 @@ describe('provider failures', () => {
   it('a provider that ignores the abort signal is still cut off', async () => {
     const provider = createFakeProvider({ beforeAnswer: () => new Promise(() => {}) });
     const engine = createChargeEngine({
-      pool: db.pool,
+      pool: db.pgPool,
       provider,
       providerTimeoutMs: 100,
       leaseMs: 5_000,
@@ -217,7 +217,7 @@ describe('provider failures', () => {
   it('an adapter bug is a ProviderError; the claim is released', async () => {
     const provider = createFakeProvider();
     provider.createCharge = () => Promise.reject(new TypeError('adapter bug'));
-    const engine = createChargeEngine({ pool: db.pool, provider });
+    const engine = createChargeEngine({ pool: db.pgPool, provider });
     const key = aKey();
 
     const error = await engine.processCharge(key, aRequest()).catch((e: unknown) => e);

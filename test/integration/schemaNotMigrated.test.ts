@@ -50,7 +50,7 @@ describe('an unmigrated schema', () => {
     const db = await track(createEmptyDatabase());
     await db.pool.query(sql.unsafe`CREATE SCHEMA payments`);
     const engine = createChargeEngine({
-      pool: db.pool,
+      pool: db.pgPool,
       provider: createFakeProvider(),
       schema: 'payments',
     });
@@ -68,7 +68,7 @@ describe('an unmigrated schema', () => {
   it("a hook's own missing table is its error, not chargeonce's", async () => {
     const db = await track(createTestDatabase());
     const engine = createChargeEngine({
-      pool: db.pool,
+      pool: db.pgPool,
       provider: createFakeProvider(),
       hooks: {
         reserve: async (tx) => {

@@ -33,7 +33,7 @@ describe('a claim whose COMMIT stalls past the lease', () => {
     // Before: the COMMIT came back after the lease had ended, createCharge went out anyway, a
     // sweeper found nothing at the provider and stored `cancelled`; then the charge landed.
     const sweeper = createChargeEngine({
-      pool: db.pool,
+      pool: db.pgPool,
       provider: createFakeProvider(),
       leaseMs: LEASE_MS,
       providerTimeoutMs: 300,
@@ -41,7 +41,7 @@ describe('a claim whose COMMIT stalls past the lease', () => {
     });
     const { provider, swept } = sweepingDuringCharge(() => sweeper.sweep());
     const engine = createChargeEngine({
-      pool: db.pool,
+      pool: db.pgPool,
       provider,
       leaseMs: LEASE_MS,
       providerTimeoutMs: 300,

@@ -21,7 +21,7 @@ const emptySweep = emptySweepResult();
 describe('startRecovery', () => {
   it('finishes abandoned keys in the background and stops on the signal', async () => {
     const engine = createChargeEngine({
-      pool: db.pool,
+      pool: db.pgPool,
       provider: createFakeProvider(),
       sweepGraceMs: 0,
     });

@@ -69,7 +69,7 @@ function engineOn(
   options: Partial<ChargeEngineOptions> = {},
 ): ChargeEngine {
   return createChargeEngine({
-    pool: db.pool,
+    pool: db.pgPool,
     provider: stripeProvider,
     leaseMs: 10_000,
     providerTimeoutMs: 3_000,

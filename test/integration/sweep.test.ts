@@ -113,7 +113,7 @@ describe('sweep', () => {
     const provider = createFakeProvider({ dedupe: false });
     for (const seed of seeds.slice(0, 50)) await charge(provider, seed.providerKey);
     const sweepers = [0, 1, 2].map(() =>
-      createChargeEngine({ pool: db.pool, provider, sweepGraceMs: 0, onAbandoned: 'complete' }),
+      createChargeEngine({ pool: db.pgPool, provider, sweepGraceMs: 0, onAbandoned: 'complete' }),
     );
 
     const results = await Promise.all(sweepers.map((engine) => sweepUntilIdle(engine, 20)));
@@ -126,7 +126,7 @@ describe('sweep', () => {
 
   it('a stored sweep outcome is what a later client retry replays', async () => {
     const provider = createFakeProvider();
-    const engine = createChargeEngine({ pool: db.pool, provider, sweepGraceMs: 0 });
+    const engine = createChargeEngine({ pool: db.pgPool, provider, sweepGraceMs: 0 });
     const request = aRequest({ merchantId: 'm_sweep_replay' });
     const [seed] = await seedAbandonedKeys(db.pool, db.tables, 1, request);
     await charge(provider, seed!.providerKey);
@@ -142,7 +142,7 @@ describe('sweep', () => {
 
   it('a cancelled charge replays as 410 to the client that comes back', async () => {
     const provider = createFakeProvider();
-    const engine = createChargeEngine({ pool: db.pool, provider, sweepGraceMs: 0 });
+    const engine = createChargeEngine({ pool: db.pgPool, provider, sweepGraceMs: 0 });
     const request = aRequest({ merchantId: 'm_sweep_cancel' });
     const [seed] = await seedAbandonedKeys(db.pool, db.tables, 1, request);
 
@@ -159,12 +159,12 @@ describe('sweep', () => {
     const provider = createFakeProvider({ dedupe: false });
     for (const seed of seeds.slice(0, 20)) await charge(provider, seed.providerKey);
     const sweeper = createChargeEngine({
-      pool: db.pool,
+      pool: db.pgPool,
       provider,
       sweepGraceMs: 0,
       onAbandoned: 'complete',
     });
-    const client = createChargeEngine({ pool: db.pool, provider });
+    const client = createChargeEngine({ pool: db.pgPool, provider });
 
     const [, clientResults] = await Promise.all([
       sweepUntilIdle(sweeper, 5),
@@ -185,7 +185,7 @@ describe('sweep', () => {
 
   it('releases a key abandoned at started, so the retry starts afresh', async () => {
     const provider = createFakeProvider({ dedupe: false });
-    const engine = createChargeEngine({ pool: db.pool, provider, sweepGraceMs: 0 });
+    const engine = createChargeEngine({ pool: db.pgPool, provider, sweepGraceMs: 0 });
     const key = aKey();
     const request = aRequest({ merchantId: 'm_sweep_started' });
     await seedInterruptedKey(db.pool, db.tables, key, request, 'started');
@@ -201,16 +201,16 @@ describe('sweep', () => {
 
   it('leaves keys alone while their lease runs or within the grace period', async () => {
     const provider = createFakeProvider();
-    const patient = createChargeEngine({ pool: db.pool, provider, sweepGraceMs: 3_600_000 });
+    const patient = createChargeEngine({ pool: db.pgPool, provider, sweepGraceMs: 3_600_000 });
     await seedAbandonedKeys(db.pool, db.tables, 3, aRequest({ merchantId: 'm_sweep_grace' }));
     const hanging = createChargeEngine({
-      pool: db.pool,
+      pool: db.pgPool,
       provider: createFakeProvider({ beforeAnswer: () => new Promise(() => {}) }),
       providerTimeoutMs: 200,
       leaseMs: 60_000,
     });
     const running = hanging.processCharge(aKey(), aRequest({ merchantId: 'm_sweep_grace' }));
-    const eager = createChargeEngine({ pool: db.pool, provider, sweepGraceMs: 0 });
+    const eager = createChargeEngine({ pool: db.pgPool, provider, sweepGraceMs: 0 });
 
     // Grace: the seeded keys saw activity a minute ago, the patient sweeper waits an hour.
     expect((await patient.sweep()).examined).toBe(0);
@@ -223,7 +223,7 @@ describe('sweep', () => {
     const provider = createFakeProvider();
     provider.findCharge = () => Promise.reject(new ProviderTransientError('http_503'));
     const engine = createChargeEngine({
-      pool: db.pool,
+      pool: db.pgPool,
       provider,
       sweepGraceMs: 0,
       maxAttempts: 2,
@@ -255,7 +255,7 @@ describe('a sweep pass where one key throws', () => {
     const seeds = await seedAbandonedKeys(db.pool, db.tables, 3, request);
     const failing = seeds[1]!.key;
     const engine = createChargeEngine({
-      pool: db.pool,
+      pool: db.pgPool,
       provider: createFakeProvider(),
       sweepGraceMs: 0,
       hooks: {

@@ -53,7 +53,7 @@ function aManualClock() {
 
 const engineWith = (
   options: Partial<ChargeEngineOptions> & Pick<ChargeEngineOptions, 'provider'>,
-) => createChargeEngine({ pool: db.pool, sweepGraceMs: 0, ...options });
+) => createChargeEngine({ pool: db.pgPool, sweepGraceMs: 0, ...options });
 
 describe('the lease covers the provider call', () => {
   it('a reserve hook slower than the lease: the attempt renews before charging, so a sweeper cannot cancel a charge in flight', async () => {

@@ -1,7 +1,7 @@
 import { afterAll, beforeAll, beforeEach, describe, expect, it } from 'vitest';
 import { sql, type DatabasePool } from 'slonik';
 import { z } from 'zod';
-import { createEnginePool } from '../../src/store/resolvePool.js';
+import { createSlonikPool } from '../../src/store/createSlonikPool.js';
 import { createTestDatabase, type TestDatabase } from '../support/testDatabase.js';
 import { startWireProxy, type WireProxy } from '../support/wireProxy.js';
 
@@ -15,7 +15,7 @@ beforeAll(async () => {
   db = await createTestDatabase({ maximumPoolSize: 1 });
   proxy = await startWireProxy(db.url);
   // One connection, so every statement below goes over the same, already started, session.
-  pool = await createEnginePool(proxy.url, { maximumPoolSize: 1 });
+  pool = await createSlonikPool(proxy.url, { maximumPoolSize: 1 });
 });
 
 afterAll(async () => {

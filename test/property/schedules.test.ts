@@ -159,7 +159,7 @@ async function execute(schedule: Schedule): Promise<void> {
     maxAttempts = Number.MAX_SAFE_INTEGER,
   ) =>
     createChargeEngine({
-      pool: db.pool,
+      pool: db.pgPool,
       provider,
       leaseMs: LEASE_MS,
       providerTimeoutMs: 50,
@@ -206,7 +206,7 @@ async function execute(schedule: Schedule): Promise<void> {
       UPDATE ${db.tables.keys} SET completed_at = now() - interval '1 hour'
       WHERE merchant_id = ${merchantId} AND recovery_point = 'completed'`);
     await createChargeEngine({
-      pool: db.pool,
+      pool: db.pgPool,
       provider,
       retentionMs: 60_000,
     }).reap({ limit: 100_000 });
@@ -271,7 +271,7 @@ async function execute(schedule: Schedule): Promise<void> {
   }
 
   const report = await reconcile({
-    pool: db.pool,
+    pool: db.pgPool,
     providerLedger: provider.ledger(),
     merchantIds: [merchantId],
     ledgerIsOnlyTheirs: true,

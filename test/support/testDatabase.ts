@@ -3,6 +3,8 @@ import { setTimeout as sleep } from 'node:timers/promises';
 import pg from 'pg';
 import type { DatabasePool } from 'slonik';
 import { inject } from 'vitest';
+import { createSlonikPool } from '../../src/store/createSlonikPool.js';
+import type { PgPoolLike } from '../../src/store/pgPoolLike.js';
 import { createEnginePool } from '../../src/store/resolvePool.js';
 import { tablesIn, type Tables } from '../../src/store/tables.js';
 import { adminQuery, dropDatabase, urlForDatabase } from './postgres.js';
@@ -13,7 +15,10 @@ export { urlForDatabase };
 export type TestDatabase = {
   url: string;
   name: string;
+  /** A slonik pool, for a test's own SQL (and for engines that test the slonik path). */
   pool: DatabasePool;
+  /** A node-postgres pool (`createEnginePool`): what engines run on unless a test says otherwise. */
+  pgPool: PgPoolLike;
   /** chargeonce's tables in the default schema. */
   tables: Tables;
   /** Ends the pool and drops the database. Safe to call twice. */
@@ -44,8 +49,10 @@ async function createDatabaseFrom(
   await cloneDatabase(adminUrl, template, name);
   const url = urlForDatabase(adminUrl, name);
   let pool: DatabasePool;
+  let pgPool: PgPoolLike;
   try {
-    pool = await createEnginePool(url, { maximumPoolSize: options.maximumPoolSize ?? 20 });
+    pool = await createSlonikPool(url, { maximumPoolSize: 5 });
+    pgPool = await createEnginePool(url, { maximumPoolSize: options.maximumPoolSize ?? 20 });
   } catch (error) {
     await dropDatabase(adminUrl, name);
     throw error;
@@ -55,12 +62,14 @@ async function createDatabaseFrom(
     url,
     name,
     pool,
+    pgPool,
     tables: tablesIn('chargeonce'),
     drop: () =>
       (dropped ??= (async () => {
         // A pool whose connection a test killed (pg_terminate_backend, a restart) may reject while
         // ending: slonik rethrows that connection's last query error. The database goes anyway.
         await pool.end().catch(() => undefined);
+        await pgPool.end().catch(() => undefined);
         await dropDatabase(adminUrl, name);
       })()),
   };

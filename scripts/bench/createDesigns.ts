@@ -1,0 +1,56 @@
+import type { BenchProvider } from './createBenchProvider.js';
+import { createEngineDesign } from './createEngineDesign.js';
+import { createFloorDesign } from './createFloorDesign.js';
+import { createNaiveDesign } from './createNaiveDesign.js';
+import { createSlonikFloorDesign } from './createSlonikFloorDesign.js';
+import { createSlonikNaiveDesign } from './createSlonikNaiveDesign.js';
+import { DESIGN_SCHEMAS, type Design, type DesignConnection, type DesignName } from './Design.js';
+import { withApplicationName } from './withApplicationName.js';
+
+const FACTORIES: Record<
+  DesignName,
+  (connection: DesignConnection, provider: BenchProvider) => Promise<Design>
+> = {
+  engine: createEngineDesign,
+  floor: createFloorDesign,
+  'floor-slonik': createSlonikFloorDesign,
+  naive: createNaiveDesign,
+  'naive-slonik': createSlonikNaiveDesign,
+};
+
+/** The `application_name` a design's connections carry: how its server processes are found. */
+export function applicationNameOf(name: DesignName): string {
+  return `chargeonce-bench-${name}`;
+}
+
+/**
+ * Each named design on its own pool of `poolSize` connections to `url`, so that no design waits
+ * for another's connections and each one's server processes can be measured apart.
+ */
+export async function createDesigns(
+  url: string,
+  names: readonly DesignName[],
+  poolSize: number,
+  provider: BenchProvider,
+): Promise<Design[]> {
+  const designs: Design[] = [];
+  try {
+    for (const name of names) {
+      const connection = {
+        url: withApplicationName(url, applicationNameOf(name)),
+        poolSize,
+        schema: DESIGN_SCHEMAS[name],
+      };
+      designs.push(await FACTORIES[name](connection, provider));
+    }
+  } catch (error) {
+    await endDesigns(designs);
+    throw error;
+  }
+  return designs;
+}
+
+/** Ends every design's pool, even when one of them fails to end. */
+export async function endDesigns(designs: readonly Design[]): Promise<void> {
+  await Promise.allSettled(designs.map((d) => d.end()));
+}
