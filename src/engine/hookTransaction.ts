@@ -3,8 +3,8 @@ import { InvalidConfigurationError } from '../errors.js';
 
 /**
  * What a hook's statement returns: the rows and how many. Values come as chargeonce's SQL layer
- * (slonik) parses them: `bigint` and `numeric` as numbers, timestamps as milliseconds since the
- * epoch, the rest as node-postgres does.
+ * (slonik) parses them: `bigint` as a JavaScript BigInt, `numeric` as a number, timestamps as
+ * milliseconds since the epoch, the rest as node-postgres does.
  */
 export type HookQueryResult = { rows: Record<string, unknown>[]; rowCount: number };
 
