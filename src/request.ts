@@ -15,7 +15,7 @@ const storable = (text: string) => !text.includes('\u0000') && !UNPAIRED_SURROGA
 const UNSTORABLE_MESSAGE = 'must not contain NUL characters or unpaired surrogates';
 
 const idempotencyKeySchema = z
-  .string({ required_error: 'is required', invalid_type_error: 'must be a string' })
+  .string()
   .min(1, 'must not be empty')
   .max(255, 'must be at most 255 characters')
   .regex(PRINTABLE_ASCII, 'must be printable ASCII');
@@ -27,7 +27,7 @@ const EDGE_WHITESPACE = /^[\s\p{White_Space}]|[\s\p{White_Space}]$/u;
 const CONTROL_CHARACTER = /\p{Cc}/u;
 
 const exactId = z
-  .string({ required_error: 'is required', invalid_type_error: 'must be a string' })
+  .string()
   .min(1, 'must not be empty')
   .max(255, 'must be at most 255 characters')
   .refine(storable, UNSTORABLE_MESSAGE)
@@ -52,9 +52,17 @@ const CHARGE_CURRENCIES: ReadonlySet<string> = new Set(
 
 const METADATA_PROTO_KEY = '__proto__';
 
-/** True for a well-formed idempotency key: 1–255 printable ASCII characters. */
-export function isValidIdempotencyKey(key: unknown): key is string {
-  return idempotencyKeySchema.safeParse(key).success;
+// The rule itself lives in a file without dependencies, so the client can use it too.
+export { isValidIdempotencyKey } from './idempotencyKey.js';
+
+/**
+ * What is wrong with an idempotency key, in the words `validateChargeRequest` uses (field
+ * `idempotencyKey`); empty for a well-formed key. Lets an edge refuse a bad key before it reads
+ * a body.
+ */
+export function idempotencyKeyIssues(key: unknown): FieldIssue[] {
+  const parsed = idempotencyKeySchema.safeParse(key, { errorMap: projectErrorMap });
+  return parsed.success ? [] : collectIssues([parsed.error], 'idempotencyKey');
 }
 
 /**
@@ -76,17 +84,59 @@ function toMetadata(entries: Record<string, string>): Record<string, string> | u
   return metadata;
 }
 
+/** One metadata entry: its key and its value, each a bounded, storable string. */
+const metadataEntries = z.record(
+  z
+    .string()
+    .min(1, 'must not be empty')
+    .max(METADATA_LIMITS.maxKeyLength, `must be at most ${METADATA_LIMITS.maxKeyLength} characters`)
+    .refine(storable, UNSTORABLE_MESSAGE)
+    // zod drops this key from the records it builds, and so would any plain object: refuse it
+    // rather than lose it.
+    .refine((key) => key !== METADATA_PROTO_KEY, `must not be "${METADATA_PROTO_KEY}"`),
+  z
+    .string()
+    .max(
+      METADATA_LIMITS.maxValueLength,
+      `must be at most ${METADATA_LIMITS.maxValueLength} characters`,
+    )
+    .refine(storable, UNSTORABLE_MESSAGE),
+);
+
+const isPlainObject = (value: unknown): value is Record<string, unknown> =>
+  typeof value === 'object' && value !== null && !Array.isArray(value);
+
+/** True when `object` has more than `limit` own keys; stops counting at `limit + 1`. */
+function hasMoreKeysThan(object: Record<string, unknown>, limit: number): boolean {
+  let count = 0;
+  for (const key in object) {
+    if (Object.hasOwn(object, key) && ++count > limit) return true;
+  }
+  return false;
+}
+
+// The keys are counted before any entry is looked at: 12,000 keys are refused with one issue,
+// not checked one by one (a refusal must cost no more than the limit it enforces).
+const metadataSchema = z
+  .custom<Record<string, unknown>>(isPlainObject, 'must be an object of strings')
+  .refine((metadata) => !hasMoreKeysThan(metadata, METADATA_LIMITS.maxKeys), {
+    message: `must have at most ${METADATA_LIMITS.maxKeys} keys`,
+  })
+  .pipe(metadataEntries)
+  .transform(toMetadata)
+  .optional();
+
 const chargeRequestSchema = z
   .object({
     merchantId: exactId,
     customerId: exactId,
     amountMinor: z
-      .number({ required_error: 'is required', invalid_type_error: 'must be a number' })
+      .number()
       .int('must be an integer')
       .positive('must be positive')
       .max(Number.MAX_SAFE_INTEGER, 'must be a safe integer'),
     currency: z
-      .string({ required_error: 'is required', invalid_type_error: 'must be a string' })
+      .string()
       .regex(/^[A-Z]{3}$/, 'must be three upper-case letters (ISO 4217)')
       .refine((code) => CHARGE_CURRENCIES.has(code), 'must be an active ISO 4217 currency code'),
     description: z
@@ -94,23 +144,7 @@ const chargeRequestSchema = z
       .max(1000, 'must be at most 1000 characters')
       .refine(storable, UNSTORABLE_MESSAGE)
       .optional(),
-    metadata: z
-      .record(
-        z
-          .string()
-          .min(1)
-          .max(METADATA_LIMITS.maxKeyLength)
-          .refine(storable, UNSTORABLE_MESSAGE)
-          // zod drops this key from the records it builds, and so would any plain object: refuse
-          // it rather than lose it.
-          .refine((key) => key !== METADATA_PROTO_KEY, `must not be "${METADATA_PROTO_KEY}"`),
-        z.string().max(METADATA_LIMITS.maxValueLength).refine(storable, UNSTORABLE_MESSAGE),
-      )
-      .refine((m) => Object.keys(m).length <= METADATA_LIMITS.maxKeys, {
-        message: `must have at most ${METADATA_LIMITS.maxKeys} keys`,
-      })
-      .transform(toMetadata)
-      .optional(),
+    metadata: metadataSchema,
   })
   .strict()
   // Absent optional fields are left out, so the request has no `metadata: undefined` either.
@@ -142,12 +176,87 @@ export type ValidatedRequest = {
   fingerprint: string;
 };
 
-function toIssues(error: z.ZodError, prefix?: string): FieldIssue[] {
-  return error.issues.map((issue) => {
-    const path = issue.path.join('.');
-    const field = prefix ? (path ? `${prefix}.${path}` : prefix) : path || 'request';
-    return { field, message: issue.message };
-  });
+/**
+ * The most issues a refusal names. A request breaks few rules by mistake; past this many it is
+ * noise (or an attack), and naming each would make the refusal as large as the request.
+ */
+export const MAX_REPORTED_ISSUES = 20;
+
+/** Field names are echoed back; a made-up one (a metadata key, an unknown field) is cut short. */
+const MAX_FIELD_NAME_LENGTH = 100;
+
+const UNKNOWN_FIELD_MESSAGE = 'is not a known field';
+
+/**
+ * zod's checks in the project's own words: a message given in the schema wins; this says the
+ * rest ("must be a string", not zod's "Expected string, received number").
+ */
+const projectErrorMap: z.ZodErrorMap = (issue) => ({ message: describeIssue(issue) });
+
+function describeIssue(issue: z.ZodIssueOptionalMessage): string {
+  if (issue.code === z.ZodIssueCode.invalid_type) {
+    if (issue.received === z.ZodParsedType.undefined) return 'is required';
+    return EXPECTED_TYPE[issue.expected] ?? 'is of the wrong type';
+  }
+  if (issue.code === z.ZodIssueCode.too_small) {
+    if (issue.type !== 'string') return `must be at least ${issue.minimum}`;
+    return Number(issue.minimum) <= 1
+      ? 'must not be empty'
+      : `must be at least ${issue.minimum} characters`;
+  }
+  if (issue.code === z.ZodIssueCode.too_big) {
+    return issue.type === 'string'
+      ? `must be at most ${issue.maximum} characters`
+      : `must be at most ${issue.maximum}`;
+  }
+  if (issue.code === z.ZodIssueCode.unrecognized_keys) return UNKNOWN_FIELD_MESSAGE;
+  // Every other check of this schema carries its own message.
+  return 'is invalid';
+}
+
+const EXPECTED_TYPE: Partial<Record<z.ZodParsedType, string>> = {
+  string: 'must be a string',
+  number: 'must be a number',
+  integer: 'must be an integer',
+  boolean: 'must be true or false',
+  object: 'must be an object',
+  array: 'must be an array',
+};
+
+/**
+ * The issues of failed parses as field issues: one per field (the first rule it broke), an
+ * unknown field named by its own name, at most `MAX_REPORTED_ISSUES` of them. It stops as soon
+ * as it has enough, so its work is bounded however many issues zod found.
+ */
+function collectIssues(errors: readonly z.ZodError[], prefix?: string): FieldIssue[] {
+  const issues: FieldIssue[] = [];
+  const seen = new Set<string>();
+  const add = (path: readonly (string | number)[], message: string): boolean => {
+    const field = fieldName(path, prefix);
+    if (!seen.has(field)) {
+      seen.add(field);
+      issues.push({ field, message });
+    }
+    return issues.length < MAX_REPORTED_ISSUES;
+  };
+  for (const error of errors) {
+    for (const issue of error.issues) {
+      if (issue.code === z.ZodIssueCode.unrecognized_keys) {
+        for (const key of issue.keys) {
+          if (!add([...issue.path, key], UNKNOWN_FIELD_MESSAGE)) return issues;
+        }
+      } else if (!add(issue.path, issue.message)) {
+        return issues;
+      }
+    }
+  }
+  return issues;
+}
+
+function fieldName(path: readonly (string | number)[], prefix: string | undefined): string {
+  const joined = path.join('.');
+  const field = prefix ? (joined ? `${prefix}.${joined}` : prefix) : joined || 'request';
+  return field.length > MAX_FIELD_NAME_LENGTH ? `${field.slice(0, MAX_FIELD_NAME_LENGTH)}…` : field;
 }
 
 /** Serializes a JSON value with object keys sorted, so equal requests give equal text. */
@@ -174,16 +283,14 @@ export function sha256Hex(text: string): string {
  * @throws {InvalidRequestError} naming every invalid field; the key is not consumed.
  */
 export function validateChargeRequest(key: unknown, request: unknown): ValidatedRequest {
-  const issues: FieldIssue[] = [];
-  const parsedKey = idempotencyKeySchema.safeParse(key);
-  if (!parsedKey.success) issues.push(...toIssues(parsedKey.error, 'idempotencyKey'));
-  const parsedRequest = chargeRequestSchema.safeParse(request);
-  if (!parsedRequest.success) issues.push(...toIssues(parsedRequest.error));
+  const parsedKey = idempotencyKeySchema.safeParse(key, { errorMap: projectErrorMap });
+  const parsedRequest = chargeRequestSchema.safeParse(request, { errorMap: projectErrorMap });
   if (!parsedKey.success || !parsedRequest.success) {
-    // One issue per field: the first rule it broke.
-    const seen = new Set<string>();
     throw new InvalidRequestError(
-      issues.filter((issue) => !seen.has(issue.field) && Boolean(seen.add(issue.field))),
+      [
+        ...(parsedKey.success ? [] : collectIssues([parsedKey.error], 'idempotencyKey')),
+        ...(parsedRequest.success ? [] : collectIssues([parsedRequest.error])),
+      ].slice(0, MAX_REPORTED_ISSUES),
     );
   }
   const canonical = canonicalJson(parsedRequest.data);

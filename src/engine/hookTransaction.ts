@@ -1,4 +1,5 @@
-import type { DatabaseTransactionConnection, QuerySqlToken } from 'slonik';
+import type { DatabaseTransactionConnection } from 'slonik';
+import { rawQuery } from '../store/rawQuery.js';
 import { InvalidConfigurationError } from '../errors.js';
 
 /**
@@ -27,20 +28,11 @@ export type HookTransaction = {
   query(statement: HookStatement): Promise<HookQueryResult>;
 };
 
-/** The mark slonik puts on a query token: the same symbol across slonik versions. */
-const QUERY_TOKEN = Symbol.for('SLONIK_TOKEN_QUERY');
-
-/** A query token for chargeonce's slonik from plain text and values. */
-function rawToken(text: string, values: readonly unknown[]): QuerySqlToken {
-  // slonik 47 writes its placeholders as `$slonik_1` and turns them into `$1` when it sends.
-  return { type: QUERY_TOKEN, sql: text, values, parser: undefined } as unknown as QuerySqlToken;
-}
-
 function toToken(statement: string | HookStatement, values: readonly unknown[] = []) {
-  if (typeof statement === 'string') return rawToken(statement, values);
+  if (typeof statement === 'string') return rawQuery(statement, values);
   if (typeof statement === 'object' && statement !== null) {
     const text = 'sql' in statement ? statement.sql : statement.text;
-    if (typeof text === 'string') return rawToken(text, statement.values ?? []);
+    if (typeof text === 'string') return rawQuery(text, statement.values ?? []);
   }
   throw new InvalidConfigurationError(
     'A hook query takes SQL text with values, or an object with `sql` or `text` and `values`',

@@ -1,5 +1,7 @@
 import { InvalidRequestError } from '../errors.js';
 import type { ChargeRequest } from '../request.js';
+import { crowdedObjectIssue } from './crowdedObjectIssue.js';
+import type { ChargeBody } from './EdgeRequest.js';
 
 /**
  * What a client sends to the charge endpoint: a charge request without the merchant, which
@@ -10,26 +12,15 @@ export type ChargeRequestBody = Omit<ChargeRequest, 'merchantId'>;
 const utf8 = new TextDecoder('utf-8', { fatal: true });
 
 /**
- * Parses the body into a request for `merchantId`. Only the shape the handler owns is checked
+ * Makes the body into a request for `merchantId`. Only the shape the handler owns is checked
  * here (UTF-8, JSON, an object, no `merchantId`); the fields are the engine's to validate, so
- * the rules live in one place.
+ * the rules live in one place. A body a framework already parsed is taken as parsed: the
+ * fingerprint is over the canonical request, never over the bytes.
  *
  * @throws {InvalidRequestError} naming `body`, or `merchantId` when the body carries one.
  */
-export function parseChargeBody(bytes: Buffer, merchantId: string): ChargeRequest {
-  if (bytes.length === 0) throw bodyError('is required');
-  let text: string;
-  try {
-    text = utf8.decode(bytes);
-  } catch (error) {
-    throw bodyError('must be UTF-8', error);
-  }
-  let parsed: unknown;
-  try {
-    parsed = JSON.parse(text);
-  } catch (error) {
-    throw bodyError('must be valid JSON', error);
-  }
+export function parseChargeBody(body: ChargeBody, merchantId: string): ChargeRequest {
+  const parsed = body.kind === 'parsed' ? body.value : parseBytes(body.bytes);
   if (parsed === null || typeof parsed !== 'object' || Array.isArray(parsed)) {
     throw bodyError('must be a JSON object');
   }
@@ -41,6 +32,24 @@ export function parseChargeBody(bytes: Buffer, merchantId: string): ChargeReques
     ]);
   }
   return { ...(parsed as ChargeRequestBody), merchantId };
+}
+
+function parseBytes(bytes: Uint8Array): unknown {
+  if (bytes.length === 0) throw bodyError('is required');
+  let text: string;
+  try {
+    text = utf8.decode(bytes);
+  } catch (error) {
+    throw bodyError('must be UTF-8', error);
+  }
+  // Before parsing: an object of thousands of members is refused for the cost of a look.
+  const crowded = crowdedObjectIssue(text);
+  if (crowded) throw new InvalidRequestError([crowded]);
+  try {
+    return JSON.parse(text);
+  } catch (error) {
+    throw bodyError('must be valid JSON', error);
+  }
 }
 
 function bodyError(message: string, cause?: unknown): InvalidRequestError {

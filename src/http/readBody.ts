@@ -1,41 +1,40 @@
 import type { IncomingMessage } from 'node:http';
 import { InvalidConfigurationError } from '../errors.js';
-import { HttpEdgeError } from './HttpEdgeError.js';
+import { checkParsedSize, refuseDeclaredLength, tooLarge } from './bodyLimit.js';
+import { ClientGoneError } from './ClientGoneError.js';
+import type { ChargeBody } from './EdgeRequest.js';
 
-/** The client went away before its body arrived: there is nobody left to answer. */
-export class ClientGoneError extends Error {
-  constructor() {
-    super('The client closed the connection before sending the whole body.');
-    this.name = 'ClientGoneError';
-  }
-}
+/** A node request, with the `body` a framework's body parser may have left on it. */
+export type NodeRequest = IncomingMessage & { body?: unknown };
 
 /**
- * Reads the request body, at most `limitBytes` of it.
+ * Reads the body of a node request, at most `limitBytes` of it.
  *
- * A framework may have read the body already (`express.raw()`, a Fastify buffer parser): a
- * `Buffer` or string left on `req.body` is taken as the body. An already *parsed* body cannot be
- * checked byte for byte against the limit nor told apart from malformed JSON, so it is refused.
+ * When a framework has already read the stream, what it left on `req.body` is the body: a
+ * `Buffer` or string (`express.raw()`, `express.text()`) as its bytes, anything else
+ * (`express.json()`) as the parsed body, measured by its compact JSON. While the stream is
+ * unread, it is read here, whatever `req.body` holds (Express 4 leaves `{}` there when its
+ * parser skipped the request).
  *
  * @throws {HttpEdgeError} `payload_too_large` (413) past the limit.
- * @throws {ClientGoneError} when the client hangs up mid-body.
- * @throws {Error} when a framework parsed the body before the handler saw it.
+ * @throws {ClientGoneError} when the client hangs up before the body is whole.
+ * @throws {InvalidConfigurationError} when a framework read the stream and left no body.
  */
-export async function readBody(req: IncomingMessage, limitBytes: number): Promise<Buffer> {
-  const preRead = (req as IncomingMessage & { body?: unknown }).body;
-  if (preRead !== undefined) return fromPreRead(preRead, limitBytes);
+export async function readBody(req: NodeRequest, limitBytes: number): Promise<ChargeBody> {
+  if (req.readableEnded) return fromFramework(req.body, limitBytes);
+  // Gone while `authenticate` ran: the stream will never end, nor emit `close` again. (A stream
+  // read to its end is destroyed too, which is why this comes second.)
+  if (req.destroyed) throw new ClientGoneError();
 
-  // A declared length over the limit is refused before a byte of it is read.
-  const declared = Number(req.headers['content-length']);
-  if (Number.isFinite(declared) && declared > limitBytes) throw tooLarge(limitBytes);
+  refuseDeclaredLength(req.headers['content-length'], limitBytes);
 
-  return new Promise<Buffer>((resolve, reject) => {
+  return new Promise<ChargeBody>((resolve, reject) => {
     const chunks: Buffer[] = [];
     let size = 0;
     const cleanup = () => {
       req.off('data', onData);
       req.off('end', onEnd);
-      req.off('error', onError);
+      req.off('error', onGone);
       req.off('close', onClose);
     };
     const onData = (chunk: Buffer) => {
@@ -51,45 +50,34 @@ export async function readBody(req: IncomingMessage, limitBytes: number): Promis
     };
     const onEnd = () => {
       cleanup();
-      resolve(Buffer.concat(chunks, size));
+      resolve({ kind: 'bytes', bytes: Buffer.concat(chunks, size) });
     };
-    const onError = () => {
+    const onGone = () => {
       cleanup();
       reject(new ClientGoneError());
     };
     const onClose = () => {
-      if (req.complete) return;
-      cleanup();
-      reject(new ClientGoneError());
+      if (!req.readableEnded) onGone();
     };
     req.on('data', onData);
     req.on('end', onEnd);
-    req.on('error', onError);
+    req.on('error', onGone);
     req.on('close', onClose);
   });
 }
 
-function fromPreRead(body: unknown, limitBytes: number): Buffer {
-  const bytes = Buffer.isBuffer(body)
-    ? body
-    : typeof body === 'string'
-      ? Buffer.from(body, 'utf8')
-      : null;
-  if (bytes === null) {
+function fromFramework(body: unknown, limitBytes: number): ChargeBody {
+  if (body === undefined) {
     throw new InvalidConfigurationError(
-      'The request body was parsed before the charge handler ran: mount the handler without a body parser (see createChargeHandler).',
+      'The request body was read before the charge handler ran and nothing was left on req.body: ' +
+        'mount the handler where the body is either unread or left on req.body (see createChargeHandler).',
     );
   }
-  if (bytes.length > limitBytes) throw tooLarge(limitBytes);
-  return bytes;
-}
-
-function tooLarge(limitBytes: number): HttpEdgeError {
-  return new HttpEdgeError(
-    'payload_too_large',
-    413,
-    `The request body must be at most ${limitBytes} bytes.`,
-    // Whatever is left of the body is not read: close instead of draining it.
-    { Connection: 'close' },
-  );
+  if (typeof body === 'string' || body instanceof Uint8Array) {
+    const bytes = typeof body === 'string' ? Buffer.from(body, 'utf8') : body;
+    if (bytes.byteLength > limitBytes) throw tooLarge(limitBytes);
+    return { kind: 'bytes', bytes };
+  }
+  checkParsedSize(body, limitBytes);
+  return { kind: 'parsed', value: body };
 }

@@ -1,6 +1,6 @@
-import { z } from 'zod';
-import { sql, type CommonQueryMethods } from 'slonik';
-import { keyStateRow, toKeyState } from './keyState.js';
+import type { CommonQueryMethods } from 'slonik';
+import { rawQuery } from './rawQuery.js';
+import { readKeyState } from './keyState.js';
 import type { KeyState, ScopedKey } from './keyState.js';
 import type { Tables } from './tables.js';
 import type { ChargeIntent } from './chargeIntent.js';
@@ -31,10 +31,7 @@ export type ClaimResult =
   | { kind: 'existing'; state: KeyState; storedRequest: string | null }
   | { kind: 'vanished' };
 
-// `claimed`, and the existing key's columns (null when claimed).
-const claimRow = z.object({ claimed: z.boolean(), stored_request: z.string().nullable() });
-
-/** The claim's values, in the order of `claim_key`'s parameters. */
+/** The claim's values, in the order of the claim statement's parameters. */
 function claimValues(input: ClaimInput): unknown[] {
   return [
     input.merchantId,
@@ -55,15 +52,19 @@ function claimValues(input: ClaimInput): unknown[] {
   ];
 }
 
-/** What `claim_key` returned, as a result; null when it returned no row. */
+/**
+ * What the claim statement returned, as a result; null when it neither claimed nor saw the key
+ * (a racing claim committed after this statement's snapshot).
+ */
 function toClaimResult(row: Record<string, unknown> | undefined): ClaimResult | null {
   if (!row) return null;
-  const head = claimRow.parse(row);
-  if (head.claimed) return { kind: 'claimed' };
+  if (row.claimed === true) return { kind: 'claimed' };
+  if (row.request_hash === null) return null;
+  const storedRequest = row.stored_request;
   return {
     kind: 'existing',
-    state: toKeyState(keyStateRow.parse(row)),
-    storedRequest: head.stored_request,
+    state: readKeyState(row),
+    storedRequest: typeof storedRequest === 'string' ? storedRequest : null,
   };
 }
 
@@ -87,20 +88,12 @@ async function claimKeyThroughSlonik(
   tables: Tables,
   input: ClaimInput,
 ): Promise<ClaimResult | null> {
-  const result = await db.query(sql.unsafe`
-    SELECT * FROM ${tables.claimKeyFunction}(
-      ${input.merchantId}::text, ${input.operation}::text, ${input.key}::text,
-      ${input.requestHash}::text, ${input.canonicalRequest}::text, ${input.reserve}::boolean,
-      ${input.chargeId}::uuid, ${input.lockToken}::uuid, ${input.leaseMs}::float8,
-      ${input.customerId}::text, ${input.amountMinor}::bigint, ${input.currency}::text,
-      ${input.description}::text,
-      ${input.metadata === null ? null : JSON.stringify(input.metadata)}::jsonb,
-      ${input.providerKey}::text)`);
+  const result = await db.query(rawQuery(hotStatements(tables).claim.text, claimValues(input)));
   return toClaimResult(result.rows[0] as Record<string, unknown> | undefined);
 }
 
 /**
- * Claims the key and reserves the charge in one statement (`claim_key`, see the migration), so a
+ * Claims the key and reserves the charge in one statement (see `hotStatements`), so a
  * fresh charge's first phase is one round trip and one commit. The primary key is the lock: of
  * any number of racing claims exactly one inserts; the others get the winner's row back.
  * With `pool` (node-postgres, outside any transaction) the claim goes there as a prepared
@@ -116,9 +109,9 @@ export async function claimKey(
     ? await claimKeyPrepared(pool, tables, input)
     : await claimKeyThroughSlonik(db, tables, input);
   if (claimed) return claimed;
-  // No row: the key conflicted, then was deleted (released by the sweeper at `started`, or a
-  // tombstone purged) before the function read it. Look once more; the caller retries the claim
-  // if it is gone.
+  // Neither claimed nor seen: a racing claim committed after this statement's snapshot (the
+  // insert waited for it, then did nothing). Read the key again, in a new snapshot; if it is gone
+  // (released by the sweeper at `started`, or a tombstone purged) the caller claims again.
   const state = await findKey(db, tables, input);
   return state ? { kind: 'existing', state, storedRequest: null } : { kind: 'vanished' };
 }

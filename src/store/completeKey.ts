@@ -1,5 +1,5 @@
-import { z } from 'zod';
-import { sql, type CommonQueryMethods } from 'slonik';
+import type { CommonQueryMethods } from 'slonik';
+import { rawQuery } from './rawQuery.js';
 import type { ChargeStatus, ScopedKey } from './keyState.js';
 import type { Tables } from './tables.js';
 import { hotStatements } from './hotStatements.js';
@@ -15,11 +15,17 @@ export type CompletionInput = ScopedKey & {
   responseBody: string;
 };
 
-const completedRow = z.object({ completed: z.boolean() });
+/** The statement's one `completed` column. */
+function completedOf(row: Record<string, unknown> | undefined): boolean {
+  const completed = row?.completed;
+  if (typeof completed !== 'boolean')
+    throw new Error('chargeonce: the completion returned no flag');
+  return completed;
+}
 
 /**
  * Records the outcome on the charge, stores the response, moves the key to `completed` and
- * releases the lease, in one statement (`complete_key`, see the migration) fenced by the lock
+ * releases the lease, in one statement (see `hotStatements`) fenced by the lock
  * token. Returns false when the lease was lost to another attempt: a zombie writes nothing.
  */
 export async function completeKey(
@@ -27,12 +33,25 @@ export async function completeKey(
   tables: Tables,
   input: CompletionInput,
 ): Promise<boolean> {
-  return db.oneFirst(sql.type(completedRow)`
-    SELECT ${tables.completeKeyFunction}(
-      ${input.merchantId}::text, ${input.operation}::text, ${input.key}::text,
-      ${input.lockToken}::uuid, ${input.chargeStatus}::text, ${input.providerChargeId}::text,
-      ${input.declineCode}::text, ${input.responseStatus}::integer,
-      ${input.responseBody}::text) AS completed`);
+  const result = await db.query(
+    rawQuery(hotStatements(tables).complete.text, completionValues(input)),
+  );
+  return completedOf(result.rows[0] as Record<string, unknown> | undefined);
+}
+
+/** The completion's values, in the order of the statement's parameters. */
+function completionValues(input: CompletionInput): unknown[] {
+  return [
+    input.merchantId,
+    input.operation,
+    input.key,
+    input.lockToken,
+    input.chargeStatus,
+    input.providerChargeId,
+    input.declineCode,
+    input.responseStatus,
+    input.responseBody,
+  ];
 }
 
 /**
@@ -45,19 +64,6 @@ export async function completeKeyPrepared(
   input: CompletionInput,
 ): Promise<boolean> {
   const { complete } = hotStatements(tables);
-  const result = await pool.query({
-    ...complete,
-    values: [
-      input.merchantId,
-      input.operation,
-      input.key,
-      input.lockToken,
-      input.chargeStatus,
-      input.providerChargeId,
-      input.declineCode,
-      input.responseStatus,
-      input.responseBody,
-    ],
-  });
-  return completedRow.parse(result.rows[0]).completed;
+  const result = await pool.query({ ...complete, values: completionValues(input) });
+  return completedOf(result.rows[0]);
 }

@@ -1,5 +1,5 @@
 import { sql, type CommonQueryMethods } from 'slonik';
-import { keyStateColumns, keyStateFrom, keyStateRow, toKeyState } from './keyState.js';
+import { keyStateColumns, keyStateFrom, readKeyState } from './keyState.js';
 import type { KeyState, ScopedKey } from './keyState.js';
 import type { Tables } from './tables.js';
 
@@ -9,8 +9,9 @@ export async function findKey(
   tables: Tables,
   scoped: ScopedKey,
 ): Promise<KeyState | null> {
-  const row = await db.maybeOne(
-    sql.type(keyStateRow)`SELECT ${keyStateColumns} FROM ${keyStateFrom(tables, scoped)}`,
+  const result = await db.query(
+    sql.unsafe`SELECT ${keyStateColumns} FROM ${keyStateFrom(tables, scoped)}`,
   );
-  return row ? toKeyState(row) : null;
+  const row = result.rows[0] as Record<string, unknown> | undefined;
+  return row ? readKeyState(row) : null;
 }

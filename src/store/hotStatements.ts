@@ -10,33 +10,103 @@ export type HotStatements = { claim: PreparedStatement; complete: PreparedStatem
 function prepared(text: string): PreparedStatement {
   // Named after the text itself: a name stands for one text on every connection, whatever the
   // schema, and stays under PostgreSQL's 63-byte limit.
-  return {
-    name: `chargeonce_${createHash('sha256').update(text).digest('hex').slice(0, 24)}`,
-    text,
-  };
+  const digest = createHash('sha256').update(text).digest('hex').slice(0, 24);
+  return { name: `chargeonce_${digest}`, text };
+}
+
+/**
+ * The claim: reads the key first, so a replay, a 409 or a 422 is one index read and no insert;
+ * only when there is none does it insert the key (ON CONFLICT DO NOTHING: the primary key is the
+ * lock, and of any number of racing claims exactly one inserts) and, with `$6` (reserve), the
+ * charge intent, all in one statement, one round trip and one commit. Returns one row: `claimed`,
+ * and the existing key's state when there was one, with its stored canonical request only when
+ * the fingerprints differ (to explain a 422). A claim that lost a race to a key committed after
+ * this statement's snapshot gets `claimed = false` and no state: the caller reads the key again.
+ *
+ * Parameters: merchant, operation, key, request hash, canonical request, reserve, charge id, lock
+ * token, lease ms, customer, amount, currency, description, metadata (jsonb), provider key.
+ * The state columns are those of `keyStateColumns`: change both together.
+ */
+function claimText(keys: string, charges: string): string {
+  return `
+    WITH existing AS (
+      SELECT k.request_hash, k.recovery_point, k.charge_id::text AS charge_id,
+        (k.lock_token IS NOT NULL AND k.locked_until > now()) AS lease_held,
+        GREATEST(0, ceil(extract(epoch FROM (k.locked_until - now())) * 1000))::int4
+          AS lease_remaining_ms,
+        k.attempts, k.response_status, k.response_body, c.status AS charge_status,
+        c.provider_key, c.provider_charge_id,
+        CASE WHEN k.request_hash IS DISTINCT FROM $4::text THEN k.request END AS stored_request
+      FROM ${keys} k
+      LEFT JOIN ${charges} c ON c.merchant_id = k.merchant_id AND c.id = k.charge_id
+      WHERE k.merchant_id = $1::text AND k.operation = $2::text AND k.key = $3::text
+    ), claimed AS (
+      INSERT INTO ${keys} (merchant_id, operation, key, request_hash, request, recovery_point,
+        charge_id, lock_token, locked_until)
+      SELECT $1::text, $2::text, $3::text, $4::text, $5::text,
+        CASE WHEN $6::boolean THEN 'reserved' ELSE 'started' END, $7::uuid, $8::uuid,
+        now() + $9::float8 * interval '1 millisecond'
+      WHERE NOT EXISTS (SELECT 1 FROM existing)
+      ON CONFLICT (merchant_id, operation, key) DO NOTHING
+      RETURNING charge_id
+    ), intent AS (
+      INSERT INTO ${charges} (merchant_id, id, customer_id, amount_minor, currency, description,
+        metadata, provider_key, status)
+      SELECT $1::text, charge_id, $10::text, $11::bigint, $12::text, $13::text, $14::jsonb,
+        $15::text, 'reserved'
+      FROM claimed
+      WHERE $6::boolean
+      RETURNING id
+    )
+    SELECT EXISTS (SELECT 1 FROM claimed) AS claimed, e.*
+    FROM (SELECT 1) AS one
+    LEFT JOIN existing e ON true`;
+}
+
+/**
+ * The completion: records the outcome on the charge, stores the response, moves the key to
+ * `completed` and releases the lease, fenced by the lock token: `completed` is false (and nothing
+ * is written) for an attempt whose lease was taken over.
+ *
+ * Parameters: merchant, operation, key, lock token, charge status, provider charge id, decline
+ * code, response status, response body.
+ */
+function completeText(keys: string, charges: string): string {
+  return `
+    WITH done AS (
+      UPDATE ${keys}
+      SET recovery_point = 'completed', response_status = $8::int4, response_body = $9::text,
+        lock_token = NULL, locked_until = NULL, completed_at = now(), updated_at = now()
+      WHERE merchant_id = $1::text AND operation = $2::text AND key = $3::text
+        AND lock_token = $4::uuid AND recovery_point IN ('started', 'reserved')
+      RETURNING merchant_id, charge_id
+    ), recorded AS (
+      UPDATE ${charges} c
+      SET status = $5::text, provider_charge_id = $6::text, decline_code = $7::text,
+        updated_at = now()
+      FROM done
+      WHERE c.merchant_id = done.merchant_id AND c.id = done.charge_id
+      RETURNING c.id
+    )
+    SELECT EXISTS (SELECT 1 FROM done) AS completed`;
 }
 
 const cache = new Map<string, HotStatements>();
 
 /**
- * The hot statements as text, sent straight to node-postgres with `name` set: PostgreSQL parses
- * and plans each once per connection, and each call is one Bind/Execute round trip. The schema
- * name was checked by `tablesIn` (a plain lower-case identifier), so quoting it is enough.
+ * The hot statements as text: sent to node-postgres with `name` set, PostgreSQL parses and plans
+ * each once per connection and each call is one Bind/Execute round trip; through slonik the same
+ * text is sent unnamed. The schema name was checked by `tablesIn` (a plain lower-case
+ * identifier), so quoting it is enough.
  */
 export function hotStatements(tables: Tables): HotStatements {
   const cached = cache.get(tables.schema);
   if (cached) return cached;
-  const schema = `"${tables.schema}"`;
+  const keys = `"${tables.schema}".idempotency_keys`;
+  const charges = `"${tables.schema}".charges`;
   const statements = {
-    claim: prepared(
-      `SELECT * FROM ${schema}.claim_key($1::text, $2::text, $3::text, $4::text, $5::text,
-        $6::boolean, $7::uuid, $8::uuid, $9::float8, $10::text, $11::bigint, $12::text,
-        $13::text, $14::jsonb, $15::text)`,
-    ),
-    complete: prepared(
-      `SELECT ${schema}.complete_key($1::text, $2::text, $3::text, $4::uuid, $5::text, $6::text,
-        $7::text, $8::integer, $9::text) AS completed`,
-    ),
+    claim: prepared(claimText(keys, charges)),
+    complete: prepared(completeText(keys, charges)),
   };
   cache.set(tables.schema, statements);
   return statements;

@@ -1,4 +1,3 @@
-import { z } from 'zod';
 import { sql, type FragmentSqlToken } from 'slonik';
 import type { Tables } from './tables.js';
 
@@ -23,21 +22,6 @@ export const CHARGE_STATUSES = [
 /** The local charge's status. */
 export type ChargeStatus = (typeof CHARGE_STATUSES)[number];
 
-/** The row shape of {@link keyStateColumns}, checked at the boundary. */
-export const keyStateRow = z.object({
-  request_hash: z.string(),
-  recovery_point: z.enum(RECOVERY_POINTS),
-  charge_id: z.string(),
-  lease_held: z.boolean(),
-  lease_remaining_ms: z.number().int(),
-  attempts: z.number().int(),
-  response_status: z.number().int().nullable(),
-  response_body: z.string().nullable(),
-  charge_status: z.enum(CHARGE_STATUSES).nullable(),
-  provider_key: z.string().nullable(),
-  provider_charge_id: z.string().nullable(),
-});
-
 /** An existing key as the engine sees it: camelCase, no raw row. */
 export type KeyState = {
   requestHash: string;
@@ -54,25 +38,68 @@ export type KeyState = {
   providerChargeId: string | null;
 };
 
-export function toKeyState(row: z.infer<typeof keyStateRow>): KeyState {
+/**
+ * Reads a row of {@link keyStateColumns}, checking each column's type as it goes: on the hot
+ * path of every replay, so by hand rather than through a schema library (a column whose type
+ * drifted still fails loudly, naming the column).
+ */
+export function readKeyState(row: Record<string, unknown>): KeyState {
   return {
-    requestHash: row.request_hash,
-    recoveryPoint: row.recovery_point,
-    chargeId: row.charge_id,
-    leaseHeld: row.lease_held,
-    leaseRemainingMs: row.lease_remaining_ms,
-    attempts: row.attempts,
-    responseStatus: row.response_status,
-    responseBody: row.response_body,
-    chargeStatus: row.charge_status,
-    providerKey: row.provider_key,
-    providerChargeId: row.provider_charge_id,
+    requestHash: text(row, 'request_hash'),
+    recoveryPoint: oneOf(row, 'recovery_point', RECOVERY_POINTS),
+    chargeId: text(row, 'charge_id'),
+    leaseHeld: flag(row, 'lease_held'),
+    leaseRemainingMs: integer(row, 'lease_remaining_ms'),
+    attempts: integer(row, 'attempts'),
+    responseStatus: nullable(row, 'response_status', integer),
+    responseBody: nullable(row, 'response_body', text),
+    chargeStatus: nullable(row, 'charge_status', (r, c) => oneOf(r, c, CHARGE_STATUSES)),
+    providerKey: nullable(row, 'provider_key', text),
+    providerChargeId: nullable(row, 'provider_charge_id', text),
   };
 }
 
+type Row = Record<string, unknown>;
+
+function drift(column: string, expected: string, value: unknown): Error {
+  return new Error(
+    `chargeonce: column ${column} of a key row should be ${expected}, got ${typeof value}`,
+  );
+}
+
+function text(row: Row, column: string): string {
+  const value = row[column];
+  if (typeof value !== 'string') throw drift(column, 'text', value);
+  return value;
+}
+
+function integer(row: Row, column: string): number {
+  const value = row[column];
+  if (!Number.isInteger(value)) throw drift(column, 'an integer', value);
+  return value as number;
+}
+
+function flag(row: Row, column: string): boolean {
+  const value = row[column];
+  if (typeof value !== 'boolean') throw drift(column, 'a boolean', value);
+  return value;
+}
+
+function oneOf<T extends string>(row: Row, column: string, allowed: readonly T[]): T {
+  const value = row[column];
+  if (!(allowed as readonly unknown[]).includes(value)) {
+    throw drift(column, `one of ${allowed.join(', ')}`, value);
+  }
+  return value as T;
+}
+
+function nullable<T>(row: Row, column: string, read: (row: Row, column: string) => T): T | null {
+  return row[column] === null ? null : read(row, column);
+}
+
 /**
- * The columns of {@link keyStateRow}, over `keys k LEFT JOIN charges c`. The migration's
- * `claim_key` function returns the same columns for an existing key: change both together.
+ * The columns {@link readKeyState} reads, over `keys k LEFT JOIN charges c`. The claim statement
+ * (`hotStatements`) returns the same columns for an existing key: change both together.
  */
 export const keyStateColumns: FragmentSqlToken = sql.fragment`
   k.request_hash,

@@ -46,14 +46,14 @@ const OWN_OBJECTS: ReadonlySet<string> = new Set(
 const NAME = String.raw`"?([^".()\s]+)"?`;
 
 /**
- * What PostgreSQL says when an unmigrated schema is used: `schema "x" does not exist` (3F000,
- * calling a function in a schema that is not there), `relation "x.t" does not exist` (42P01) and
- * `function x.f(…) does not exist` (42883). The capture groups are the schema and the object.
+ * What PostgreSQL says when an unmigrated schema is used: `relation "x.t" does not exist`
+ * (42P01), or `schema "x" does not exist` (3F000, for what is looked up in a schema that is not
+ * there). The capture groups are the schema and the object. chargeonce has no functions of its
+ * own, so a missing function (42883) is always someone else's error.
  */
 const MISSING_OBJECT: Readonly<Record<string, RegExp>> = {
   '3F000': new RegExp(`^schema ${NAME} does not exist`),
   '42P01': new RegExp(`^relation "(?:([^".]+)\\.)?([^".]+)" does not exist`),
-  '42883': new RegExp(`^function (?:${NAME}\\.)?${NAME}\\(`),
 };
 
 function messageOf(error: unknown): string {
@@ -124,7 +124,7 @@ export function isStoreUnavailable(error: unknown): boolean {
 
 /**
  * Maps a failure from the store to the error chargeonce throws; its own errors pass through.
- * chargeonce's tables or functions missing (SQLSTATE 3F000, 42P01, 42883) is
+ * chargeonce's tables missing (SQLSTATE 3F000, 42P01) is
  * `SchemaNotMigratedError`.
  * A serialization failure or deadlock that outlived slonik's own retries is transient too: the
  * work rolled back, and the caller may retry with the same key.

@@ -10,8 +10,6 @@ export type Tables = {
   keys: IdentifierSqlToken;
   charges: IdentifierSqlToken;
   migrations: IdentifierSqlToken;
-  claimKeyFunction: IdentifierSqlToken;
-  completeKeyFunction: IdentifierSqlToken;
 };
 
 const SCHEMA_NAME = /^[a-z_][a-z0-9_]{0,62}$/;
@@ -33,7 +31,5 @@ export function tablesIn(schema: string = DEFAULT_SCHEMA): Tables {
     keys: sql.identifier([schema, 'idempotency_keys']),
     charges: sql.identifier([schema, 'charges']),
     migrations: sql.identifier([schema, 'schema_migrations']),
-    claimKeyFunction: sql.identifier([schema, 'claim_key']),
-    completeKeyFunction: sql.identifier([schema, 'complete_key']),
   };
 }

@@ -46,7 +46,7 @@ describe('client → fault proxy → handler → engine → provider', () => {
       },
       findCharge: (providerKey, opts) => fake.findCharge(providerKey, opts),
     };
-    const engine = createChargeEngine({ pool: db.pool, provider });
+    const engine = createChargeEngine({ pool: db.pgPool, provider });
     const handler = createChargeHandler(engine, {
       authenticate: (req: IncomingMessage) =>
         req.headers.authorization === 'Bearer tok_e2e' ? MERCHANT : null,

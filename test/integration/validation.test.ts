@@ -68,7 +68,7 @@ const badRequests: Array<[string, string, unknown]> = [
     'metadata.k\udc00',
     { ...valid, metadata: { ['k\udc00']: 'v' } },
   ],
-  ['unknown field', 'request', { ...valid, amount: 2000 }],
+  ['unknown field', 'amount', { ...valid, amount: 2000 }],
   ['not an object', 'request', 'charge me'],
 ];
 
@@ -83,7 +83,7 @@ const badKeys: Array<[string, unknown]> = [
 describe('validation happens before anything is written', () => {
   it.each(badRequests)('rejects %s, naming %s', async (_name, field, request) => {
     const provider = createFakeProvider();
-    const engine = createChargeEngine({ pool: db.pool, provider });
+    const engine = createChargeEngine({ pool: db.pgPool, provider });
     const before = await countRows(db.pool, db.tables.keys);
     const key = aKey();
 
@@ -101,7 +101,7 @@ describe('validation happens before anything is written', () => {
 
   it.each(badKeys)('rejects a key that is %s', async (_name, key) => {
     const provider = createFakeProvider();
-    const engine = createChargeEngine({ pool: db.pool, provider });
+    const engine = createChargeEngine({ pool: db.pgPool, provider });
     const before = await countRows(db.pool, db.tables.keys);
 
     const error = await engine.processCharge(key as string, valid).catch((e: unknown) => e);
@@ -113,7 +113,7 @@ describe('validation happens before anything is written', () => {
   });
 
   it('accepts the longest key and every printable ASCII character', async () => {
-    const engine = createChargeEngine({ pool: db.pool, provider: createFakeProvider() });
+    const engine = createChargeEngine({ pool: db.pgPool, provider: createFakeProvider() });
     const printable = Array.from({ length: 95 }, (_, i) => String.fromCharCode(32 + i)).join('');
     await expect(engine.processCharge('k'.repeat(255), valid)).resolves.toMatchObject({
       status: 'succeeded',
@@ -128,7 +128,7 @@ describe('validation happens before anything is written', () => {
   });
 
   it('reports every invalid field at once', async () => {
-    const engine = createChargeEngine({ pool: db.pool, provider: createFakeProvider() });
+    const engine = createChargeEngine({ pool: db.pgPool, provider: createFakeProvider() });
     const error = (await engine
       .processCharge('', { ...valid, amountMinor: 0, currency: 'x' })
       .catch((e: unknown) => e)) as InvalidRequestError;
@@ -138,7 +138,7 @@ describe('validation happens before anything is written', () => {
   });
 
   it('treats empty metadata as absent: a retry that drops it is a replay, not a reuse', async () => {
-    const engine = createChargeEngine({ pool: db.pool, provider: createFakeProvider() });
+    const engine = createChargeEngine({ pool: db.pgPool, provider: createFakeProvider() });
     const key = aKey();
     const first = await engine.processCharge(key, { ...valid, metadata: {} });
     const retry = await engine.processCharge(key, valid);
@@ -147,7 +147,7 @@ describe('validation happens before anything is written', () => {
   });
 
   it('keeps metadata keys named like Object.prototype members as data', async () => {
-    const engine = createChargeEngine({ pool: db.pool, provider: createFakeProvider() });
+    const engine = createChargeEngine({ pool: db.pgPool, provider: createFakeProvider() });
     const key = aKey();
     const metadata = JSON.parse('{"constructor":"c","toString":"t"}') as Record<string, string>;
     const first = await engine.processCharge(key, { ...valid, metadata });

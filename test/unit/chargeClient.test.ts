@@ -231,7 +231,7 @@ describe('chargeClient: what is retried', () => {
     new ProviderAnswerInvalidError('provider charge ch_9 is for another amount'),
     new IdempotencyKeyExpiredError('0b7e6f1c-2f4d-4c55-9a43-6f0a1d2b3c4d'),
   ])('never retries what the handler answers to %s: a retry gets the same', async (error) => {
-    const answer = errorResponse(error, 'Idempotency-Key');
+    const answer = errorResponse(error);
     const { client, sent, slept } = harness([
       { status: answer.status, body: answer.body, headers: answer.headers },
       { status: 201 },

@@ -51,8 +51,6 @@ describe('store error classification', () => {
     ['3F000', 'schema "payments" does not exist', 'payments'],
     ['42P01', 'relation "chargeonce.idempotency_keys" does not exist', 'chargeonce'],
     ['42P01', 'relation "chargeonce.schema_migrations" does not exist', 'chargeonce'],
-    ['42883', 'function chargeonce.claim_key(text, text) does not exist', 'chargeonce'],
-    ['42883', 'function "user".complete_key(text) does not exist', 'user'],
   ])('%s "%s" means the schema is not migrated', (code, message, schema) => {
     const cause = withCode(code, message);
     const mapped = toStoreError(new Error('query failed', { cause }));

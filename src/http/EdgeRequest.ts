@@ -1,0 +1,28 @@
+/**
+ * A body as the edge receives it: the bytes the client sent, or a value a framework's JSON
+ * parser already made of them (`express.json()`).
+ */
+export type ChargeBody = { kind: 'bytes'; bytes: Uint8Array } | { kind: 'parsed'; value: unknown };
+
+/**
+ * What the shared core needs of a request, whatever the framework: each adapter (node, Fetch,
+ * Fastify) says it in its own terms, so all three answer alike.
+ */
+export type EdgeRequest = {
+  /** The request method, upper case. */
+  readonly method: string;
+  /**
+   * Every value of a header, one per header line where the platform keeps them apart (node);
+   * already joined with ", " where it does not (Fetch). Empty when the header is absent.
+   */
+  headerValues(name: string): readonly string[];
+  /** True once the client has hung up: nobody is left to answer. */
+  isGone(): boolean;
+  /**
+   * Reads the body, at most `limitBytes` of it.
+   * @throws {HttpEdgeError} `payload_too_large` past the limit.
+   * @throws {ClientGoneError} when the client hangs up before the body is whole.
+   * @throws {InvalidConfigurationError} when a framework consumed the body and kept nothing.
+   */
+  readBody(limitBytes: number): Promise<ChargeBody>;
+};

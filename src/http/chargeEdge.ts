@@ -1,0 +1,117 @@
+import type { ChargeEngine } from '../engine/createChargeEngine.js';
+import { InvalidConfigurationError } from '../errors.js';
+import { ClientGoneError } from './ClientGoneError.js';
+import type { EdgeRequest } from './EdgeRequest.js';
+import type { ResolvedEdgeOptions } from './edgeOptions.js';
+import { errorResponse, type ErrorStyle, type HttpAnswer } from './errorResponse.js';
+import { HttpEdgeError } from './HttpEdgeError.js';
+import { negotiateErrorFormat } from './negotiateErrorFormat.js';
+import { parseChargeBody } from './parseChargeBody.js';
+import { readIdempotencyKey } from './readIdempotencyKey.js';
+
+/**
+ * The HTTP edge as a function of a request, whatever carries it: every adapter (node handler,
+ * Fetch handler, Fastify plugin) runs this and only writes what it returns, so all of them
+ * answer with the same statuses, headers and bodies. `null`: the client is gone, write nothing.
+ * It never rejects.
+ */
+export type ChargeEdge<Req> = (native: Req, request: EdgeRequest) => Promise<HttpAnswer | null>;
+
+/** The engine the edge needs: one call. */
+export type ChargeEdgeEngine = Pick<ChargeEngine, 'processCharge'>;
+
+/**
+ * Creates the shared core of the HTTP edge.
+ * @throws {InvalidConfigurationError} when `engine` has no `processCharge`.
+ */
+export function createChargeEdge<Req>(
+  engine: ChargeEdgeEngine,
+  config: ResolvedEdgeOptions<Req>,
+): ChargeEdge<Req> {
+  if (typeof engine?.processCharge !== 'function') {
+    throw new InvalidConfigurationError('engine is required: a charge engine (createChargeEngine)');
+  }
+  return async (native, request) => {
+    const style: ErrorStyle = {
+      format: negotiateErrorFormat(headerOf(request, 'accept')),
+      problemTypeBase: config.problemTypeBase,
+    };
+    let bodyRead = false;
+    try {
+      // Everything a request can be refused for without its body is checked before the body
+      // is read: a refusal costs no upload, and the key stays unused.
+      if (request.method !== 'POST') {
+        throw new HttpEdgeError('method_not_allowed', 405, 'Use POST.', { Allow: 'POST' });
+      }
+      const merchantId = await config.authenticate(native);
+      // A client that hung up while `authenticate` ran left a body that will never arrive.
+      if (request.isGone()) throw new ClientGoneError();
+      if (merchantId === null || merchantId === undefined || merchantId === '') {
+        throw new HttpEdgeError('unauthenticated', 401, 'Authentication is required.', {
+          'WWW-Authenticate': config.wwwAuthenticate,
+        });
+      }
+      if (typeof merchantId !== 'string') {
+        throw new InvalidConfigurationError(
+          'authenticate must return a merchant id (a string) or null',
+        );
+      }
+      const key = readIdempotencyKey(request.headerValues(config.keyHeader), config.keyHeader);
+      requireJson(headerOf(request, 'content-type'));
+
+      const body = await request.readBody(config.maxBodyBytes);
+      bodyRead = true;
+      const outcome = await engine.processCharge(key, parseChargeBody(body, merchantId));
+      return {
+        status: outcome.httpStatus,
+        // Only a replay says so: the first answer of a decline or a rejection is not one.
+        headers: outcome.replayed ? { 'Idempotent-Replayed': 'true' } : {},
+        body: outcome.body,
+      };
+    } catch (error) {
+      // The client hung up before its body was whole: nothing was asked of the engine, and
+      // there is nobody left to answer.
+      if (error instanceof ClientGoneError) return null;
+      const answer = errorResponse(error, style);
+      // Refused before its body was read: close rather than read (or drain) a body that
+      // nobody will use, however long the client keeps sending.
+      if (!bodyRead) answer.headers['Connection'] = 'close';
+      if (answer.status >= 500) report(config.onError, error, native);
+      return answer;
+    }
+  };
+}
+
+/** A header as one value: repeated lines joined with ", ", as Fetch would join them. */
+function headerOf(request: EdgeRequest, name: string): string {
+  return request.headerValues(name).join(', ');
+}
+
+/** A body that says it is something else than JSON is refused; no `Content-Type` is let by. */
+function requireJson(contentType: string): void {
+  if (contentType === '') return;
+  const mediaType = contentType.split(';', 1)[0]?.trim().toLowerCase() ?? '';
+  if (mediaType === 'application/json' || /^application\/[a-z0-9.+-]+\+json$/.test(mediaType)) {
+    return;
+  }
+  throw new HttpEdgeError('unsupported_media_type', 415, 'The body must be application/json.');
+}
+
+/**
+ * Hands a 5xx error to `onError`. The edge never rejects, whatever `onError` does: a throw (or
+ * a rejection, from an async one) goes to `console.error` and the answer is written anyway.
+ */
+export function report<Req>(
+  onError: (error: unknown, req: Req) => void,
+  error: unknown,
+  req: Req,
+): void {
+  const failed = (failure: unknown) =>
+    console.error('chargeonce: onError failed while reporting a 5xx', failure, error);
+  try {
+    const result: unknown = onError(error, req);
+    if (result instanceof Promise) result.catch(failed);
+  } catch (failure) {
+    failed(failure);
+  }
+}
