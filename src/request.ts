@@ -1,30 +1,25 @@
 import { createHash } from 'node:crypto';
-import { codes as iso4217Codes } from 'currency-codes';
 import { z } from 'zod';
 import { InvalidRequestError, type FieldIssue } from './errors.js';
+import { fastValidateChargeRequest } from './requestFastPath.js';
+import {
+  CHARGE_CURRENCIES,
+  CONTROL_CHARACTER,
+  EDGE_WHITESPACE,
+  METADATA_LIMITS,
+  METADATA_PROTO_KEY,
+  PRINTABLE_ASCII,
+  storable,
+  UNSTORABLE_MESSAGE,
+} from './requestRules.js';
 
-/** Bounds on metadata, so a stored request stays small (the same limits Stripe applies). */
-export const METADATA_LIMITS = { maxKeys: 50, maxKeyLength: 40, maxValueLength: 500 } as const;
-
-const PRINTABLE_ASCII = /^[\x20-\x7E]+$/;
-
-// PostgreSQL text holds neither NUL nor unpaired UTF-16 surrogates: refuse them here, as invalid
-// input, rather than let the database fail the claim.
-const UNPAIRED_SURROGATE = /[\uD800-\uDBFF](?![\uDC00-\uDFFF])|(?<![\uD800-\uDBFF])[\uDC00-\uDFFF]/;
-const storable = (text: string) => !text.includes('\u0000') && !UNPAIRED_SURROGATE.test(text);
-const UNSTORABLE_MESSAGE = 'must not contain NUL characters or unpaired surrogates';
+export { METADATA_LIMITS } from './requestRules.js';
 
 const idempotencyKeySchema = z
   .string()
   .min(1, 'must not be empty')
   .max(255, 'must be at most 255 characters')
   .regex(PRINTABLE_ASCII, 'must be printable ASCII');
-
-// An id is a scope: it is kept exactly as sent or refused, never changed, so two ids that differ
-// never share keys. Invisible edges (any Unicode white space, BOM included) and control characters
-// are refused rather than trimmed or stripped.
-const EDGE_WHITESPACE = /^[\s\p{White_Space}]|[\s\p{White_Space}]$/u;
-const CONTROL_CHARACTER = /\p{Cc}/u;
 
 const exactId = z
   .string()
@@ -33,24 +28,6 @@ const exactId = z
   .refine(storable, UNSTORABLE_MESSAGE)
   .refine((id) => !EDGE_WHITESPACE.test(id), 'must not start or end with whitespace')
   .refine((id) => !CONTROL_CHARACTER.test(id), 'must not contain control characters');
-
-/**
- * ISO 4217 X-codes that are money. The rest of the X range is not charged in: precious metals
- * (XAU, XAG, XPD, XPT), bond-market and accounting units (XBA–XBD, XDR, XSU, XUA), XTS (testing)
- * and XXX (no currency). currency-codes gives their "N.A." minor unit as 0, like XOF's, so its
- * data alone cannot tell them apart.
- */
-const X_CODES_THAT_ARE_MONEY: ReadonlySet<string> = new Set(['XAF', 'XCD', 'XCG', 'XOF', 'XPF']);
-
-/**
- * Currencies a charge may be made in: ISO 4217 list one (the active codes; withdrawn codes such as
- * HRK are not on it) as shipped by currency-codes, less the X-codes that are not money.
- */
-const CHARGE_CURRENCIES: ReadonlySet<string> = new Set(
-  iso4217Codes().filter((code) => !code.startsWith('X') || X_CODES_THAT_ARE_MONEY.has(code)),
-);
-
-const METADATA_PROTO_KEY = '__proto__';
 
 // The rule itself lives in a file without dependencies, so the client can use it too.
 export { isValidIdempotencyKey } from './idempotencyKey.js';
@@ -283,6 +260,14 @@ export function sha256Hex(text: string): string {
  * @throws {InvalidRequestError} naming every invalid field; the key is not consumed.
  */
 export function validateChargeRequest(key: unknown, request: unknown): ValidatedRequest {
+  return fastValidateChargeRequest(key, request) ?? validateWithSchema(key, request);
+}
+
+/**
+ * {@link validateChargeRequest} through the schema alone: what the fast path must agree with,
+ * and what words every refusal.
+ */
+export function validateWithSchema(key: unknown, request: unknown): ValidatedRequest {
   const parsedKey = idempotencyKeySchema.safeParse(key, { errorMap: projectErrorMap });
   const parsedRequest = chargeRequestSchema.safeParse(request, { errorMap: projectErrorMap });
   if (!parsedKey.success || !parsedRequest.success) {
