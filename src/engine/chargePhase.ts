@@ -221,9 +221,11 @@ async function writeTerminal(
   }
   await withStore(async () => {
     if (!hook) {
-      const completed = pools.pg
-        ? await completeKeyPrepared(pools.pg, env.tables, completion)
-        : await completeKey(pool, env.tables, completion);
+      const completed = pools.group
+        ? await pools.group.complete(completion)
+        : pools.pg
+          ? await completeKeyPrepared(pools.pg, env.tables, completion)
+          : await completeKey(pool, env.tables, completion);
       if (!completed) throw leaseLost();
       return;
     }

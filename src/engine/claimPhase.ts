@@ -6,7 +6,8 @@ import {
   IdempotencyKeyReusedError,
 } from '../errors.js';
 import { deriveProviderKey, type ValidatedRequest } from '../request.js';
-import { claimKey, type ClaimInput } from '../store/claimKey.js';
+import { claimKey, claimKeyPrepared, type ClaimInput } from '../store/claimKey.js';
+import type { StorePools } from '../store/resolvePool.js';
 import type { ScopedKey } from '../store/keyState.js';
 import { withStore } from '../store/storeErrors.js';
 import { takeOverKey } from '../store/takeOverKey.js';
@@ -76,7 +77,7 @@ export async function claimPhase(
   const pool = pools.slonik;
   const reserveHook = reserve ? env.hooks.reserve : undefined;
   const result = await withStore(async () => {
-    if (!reserveHook) return claimKey(pool, env.tables, input, pools.pg);
+    if (!reserveHook) return claimKey(pool, env.tables, input, fastClaim(env, pools));
     // With a hook the claim, the intent and the caller's SQL share one explicit transaction.
     return pool.transaction(async (tx) => {
       const claim = await claimKey(tx, env.tables, input);
@@ -149,6 +150,13 @@ export async function claimPhase(
       reservation: taken.reservation,
     },
   };
+}
+
+/** How a claim without a hook goes to node-postgres: in a group commit, or alone; null: slonik. */
+function fastClaim(env: EngineEnv, pools: StorePools) {
+  if (pools.group) return pools.group.claim;
+  const pg = pools.pg;
+  return pg ? (claim: ClaimInput) => claimKeyPrepared(pg, env.tables, claim) : null;
 }
 
 /**

@@ -1,5 +1,6 @@
 import { IdempotencyKeyInUseError, InvalidConfigurationError } from '../errors.js';
 import { validateChargeRequest, type ChargeRequest } from '../request.js';
+import { createGroupCommit } from '../store/groupCommit.js';
 import { isPoolInput, resolvePool, type StorePools } from '../store/resolvePool.js';
 import { withStore } from '../store/storeErrors.js';
 import { DEFAULT_SCHEMA, tablesIn } from '../store/tables.js';
@@ -107,6 +108,7 @@ const MAX_LOST_RACES = 5;
  */
 export function createChargeEngine(options: ChargeEngineOptions): ChargeEngine {
   const env = buildEnv(options);
+  const groupCommit = options.groupCommit ?? true;
   const recovery = recoverySettings(options, env.leaseMs);
   // Concurrent calls share one resolution, so one pool is made. One that failed (PostgreSQL
   // down) is forgotten: the next call tries again. Once closed, an engine that made its own pool
@@ -115,10 +117,15 @@ export function createChargeEngine(options: ChargeEngineOptions): ChargeEngine {
   let closed = false;
   const resolve = () => {
     if (closed) return Promise.reject(new InvalidConfigurationError('This engine was closed.'));
-    return (resolved ??= withStore(() => resolvePool(options.pool)).catch((error: unknown) => {
-      resolved = undefined;
-      throw error;
-    }));
+    return (resolved ??= withStore(() => resolvePool(options.pool))
+      .then((pools) => ({
+        ...pools,
+        group: pools.pg && groupCommit ? createGroupCommit(pools.pg, env.tables) : null,
+      }))
+      .catch((error: unknown) => {
+        resolved = undefined;
+        throw error;
+      }));
   };
   env.pools = resolve;
   env.pool = async () => (await resolve()).slonik;

@@ -204,6 +204,15 @@ export type ChargeEngineOptions = {
    * @defaultValue `'cancel'`
    */
   onAbandoned?: 'cancel' | 'complete';
+  /**
+   * Group commit: concurrent calls of this engine share round trips and commits: their claims go
+   * to PostgreSQL as one statement, and so do their completions (each key's result its own). Only
+   * what is already waiting when the previous batch returns is batched, so a lone call goes out
+   * at once. Needs a node-postgres pool (or a connection string); calls with a `reserve` or
+   * `complete` hook run their phase unbatched, in a transaction of their own.
+   * @defaultValue `true`
+   */
+  groupCommit?: boolean;
   /** Crash injection for tests and the chaos harness. Leave unset in production. */
   faults?: FaultInjector;
   /**

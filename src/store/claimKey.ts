@@ -32,7 +32,7 @@ export type ClaimResult =
   | { kind: 'vanished' };
 
 /** The claim's values, in the order of the claim statement's parameters. */
-function claimValues(input: ClaimInput): unknown[] {
+export function claimValues(input: ClaimInput): unknown[] {
   return [
     input.merchantId,
     input.operation,
@@ -56,7 +56,7 @@ function claimValues(input: ClaimInput): unknown[] {
  * What the claim statement returned, as a result; null when it neither claimed nor saw the key
  * (a racing claim committed after this statement's snapshot).
  */
-function toClaimResult(row: Record<string, unknown> | undefined): ClaimResult | null {
+export function toClaimResult(row: Record<string, unknown> | undefined): ClaimResult | null {
   if (!row) return null;
   if (row.claimed === true) return { kind: 'claimed' };
   if (row.request_hash === null) return null;
@@ -96,18 +96,16 @@ async function claimKeyThroughSlonik(
  * Claims the key and reserves the charge in one statement (see `hotStatements`), so a
  * fresh charge's first phase is one round trip and one commit. The primary key is the lock: of
  * any number of racing claims exactly one inserts; the others get the winner's row back.
- * With `pool` (node-postgres, outside any transaction) the claim goes there as a prepared
- * statement; `db` is then only asked again in the rare case the key vanished.
+ * With `send` (node-postgres outside any transaction: a prepared statement, alone or in a group
+ * commit) the claim goes there; `db` is then only asked again in the rare case the key vanished.
  */
 export async function claimKey(
   db: CommonQueryMethods,
   tables: Tables,
   input: ClaimInput,
-  pool: PgPoolLike | null = null,
+  send: ((input: ClaimInput) => Promise<ClaimResult | null>) | null = null,
 ): Promise<ClaimResult> {
-  const claimed = pool
-    ? await claimKeyPrepared(pool, tables, input)
-    : await claimKeyThroughSlonik(db, tables, input);
+  const claimed = send ? await send(input) : await claimKeyThroughSlonik(db, tables, input);
   if (claimed) return claimed;
   // Neither claimed nor seen: a racing claim committed after this statement's snapshot (the
   // insert waited for it, then did nothing). Read the key again, in a new snapshot; if it is gone

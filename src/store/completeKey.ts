@@ -16,7 +16,7 @@ export type CompletionInput = ScopedKey & {
 };
 
 /** The statement's one `completed` column. */
-function completedOf(row: Record<string, unknown> | undefined): boolean {
+export function completedOf(row: Record<string, unknown> | undefined): boolean {
   const completed = row?.completed;
   if (typeof completed !== 'boolean')
     throw new Error('chargeonce: the completion returned no flag');
@@ -40,7 +40,7 @@ export async function completeKey(
 }
 
 /** The completion's values, in the order of the statement's parameters. */
-function completionValues(input: CompletionInput): unknown[] {
+export function completionValues(input: CompletionInput): unknown[] {
   return [
     input.merchantId,
     input.operation,

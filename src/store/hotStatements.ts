@@ -7,7 +7,8 @@ export type PreparedStatement = { name: string; text: string };
 /** The two statements of a fresh charge, for one schema. */
 export type HotStatements = { claim: PreparedStatement; complete: PreparedStatement };
 
-function prepared(text: string): PreparedStatement {
+/** A statement named after its text. */
+export function prepared(text: string): PreparedStatement {
   // Named after the text itself: a name stands for one text on every connection, whatever the
   // schema, and stays under PostgreSQL's 63-byte limit.
   const digest = createHash('sha256').update(text).digest('hex').slice(0, 24);

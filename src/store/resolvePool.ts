@@ -2,6 +2,7 @@ import pg from 'pg';
 import { createPool, type DatabasePool } from 'slonik';
 import { InvalidConfigurationError, StoreUnavailableError } from '../errors.js';
 import { pgPoolDriverFactory } from './pgPoolDriver.js';
+import type { GroupCommit } from './groupCommit.js';
 import type { PgPoolLike } from './pgPoolLike.js';
 import { resultParserInterceptor } from './resultParserInterceptor.js';
 import { isStoreUnavailable } from './storeErrors.js';
@@ -30,6 +31,8 @@ export type PoolInput = string | PgPoolLike | SlonikPoolLike;
 export type StorePools = {
   slonik: DatabasePool;
   pg: PgPoolLike | null;
+  /** The hot statements with group commit, when the engine has a node-postgres pool and wants it. */
+  group?: GroupCommit | null;
   /** Ends what chargeonce created for this input (and the pool itself for a connection string). */
   end(): Promise<void>;
 };

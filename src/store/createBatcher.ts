@@ -1,0 +1,79 @@
+/** One call waiting for its batch. */
+type Waiting<I, O> = { input: I; resolve: (output: O) => void; reject: (error: unknown) => void };
+
+/** How a batcher sends: one input alone, or several at once (one result per input, in order). */
+export type BatchRunner<I, O> = {
+  one: (input: I) => Promise<O>;
+  many: (inputs: I[]) => Promise<O[]>;
+  /** Inputs with the same identity never share a batch: the later one waits for the next. */
+  identity: (input: I) => string;
+  /** The most inputs in one batch. */
+  maxSize: number;
+  /**
+   * The most batches in flight at once. A call made while fewer are in flight goes out at once;
+   * PostgreSQL already flushes the WAL of concurrent commits together, so a few batches in
+   * flight keep both its group flush and this one busy.
+   */
+  maxInFlight: number;
+  /**
+   * True for a failure that sending the inputs one at a time would only repeat (PostgreSQL out of
+   * reach): every input of the batch gets it. Any other failure of a batch (one input breaking a
+   * constraint, a deadlock) is retried input by input.
+   */
+  failsEveryInput: (error: unknown) => boolean;
+};
+
+/**
+ * Group commit without a timer: a call made while fewer than `maxInFlight` batches are in flight
+ * goes out at once (so a lone caller waits for nothing); calls made while that many are in flight
+ * wait for one to return, then go out together in the next. A batch that fails is sent again one input at a time, so
+ * one input's error never fails another's.
+ */
+export function createBatcher<I, O>(runner: BatchRunner<I, O>): (input: I) => Promise<O> {
+  let queue: Waiting<I, O>[] = [];
+  let inFlight = 0;
+
+  const settle = (batch: Waiting<I, O>[], sent: Promise<O[]>): Promise<void> =>
+    sent.then(
+      (outputs) => batch.forEach((w, i) => w.resolve(outputs[i] as O)),
+      async (error: unknown) => {
+        if (batch.length === 1 || runner.failsEveryInput(error)) {
+          batch.forEach((w) => w.reject(error));
+          return;
+        }
+        await Promise.all(batch.map((w) => runner.one(w.input).then(w.resolve, w.reject)));
+      },
+    );
+
+  const flush = (): void => {
+    if (inFlight >= runner.maxInFlight || queue.length === 0) return;
+    const batch: Waiting<I, O>[] = [];
+    const rest: Waiting<I, O>[] = [];
+    const taken = new Set<string>();
+    for (const waiting of queue) {
+      const id = runner.identity(waiting.input);
+      if (batch.length < runner.maxSize && !taken.has(id)) {
+        taken.add(id);
+        batch.push(waiting);
+      } else {
+        rest.push(waiting);
+      }
+    }
+    queue = rest;
+    inFlight += 1;
+    const sent =
+      batch.length === 1
+        ? runner.one((batch[0] as Waiting<I, O>).input).then((output) => [output])
+        : runner.many(batch.map((w) => w.input));
+    void settle(batch, sent).finally(() => {
+      inFlight -= 1;
+      flush();
+    });
+  };
+
+  return (input) =>
+    new Promise<O>((resolve, reject) => {
+      queue.push({ input, resolve, reject });
+      flush();
+    });
+}

@@ -1,0 +1,112 @@
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import {
+  createChargeEngine,
+  createEnginePool,
+  IdempotencyKeyInUseError,
+  IdempotencyKeyReusedError,
+  type PgPoolLike,
+} from '../../src/index.js';
+import { createFakeProvider } from '../../src/testing/index.js';
+import { createTestDatabase, type TestDatabase } from '../support/testDatabase.js';
+import { startWireProxy, type WireProxy } from '../support/wireProxy.js';
+import { aKey, aRequest, readCharges } from '../support/charges.js';
+
+// Group commit on the wire: concurrent calls share statements, each key's outcome stays its own.
+
+let db: TestDatabase;
+let proxy: WireProxy;
+let pool: PgPoolLike;
+beforeAll(async () => {
+  db = await createTestDatabase();
+  proxy = await startWireProxy(db.url);
+  pool = await createEnginePool(proxy.url, { maximumPoolSize: 4 });
+});
+afterAll(async () => {
+  await pool.end();
+  await proxy.close();
+  await db.drop();
+});
+
+const CALLS = 32;
+
+describe('group commit', () => {
+  it('32 concurrent fresh charges share round trips and commits, each charged once', async () => {
+    const provider = createFakeProvider();
+    const engine = createChargeEngine({ pool, provider });
+    await engine.processCharge(aKey(), aRequest({ merchantId: 'm_warm' })); // prepares
+    const merchantId = 'm_group';
+    proxy.reset();
+
+    const outcomes = await Promise.all(
+      Array.from({ length: CALLS }, () => engine.processCharge(aKey(), aRequest({ merchantId }))),
+    );
+
+    expect(outcomes.every((o) => o.status === 'succeeded' && !o.replayed)).toBe(true);
+    expect(new Set(outcomes.map((o) => o.chargeId)).size).toBe(CALLS);
+    const ledgerKeys = provider.ledger().map((e) => e.providerKey);
+    expect(ledgerKeys).toHaveLength(CALLS + 1); // with the warm-up charge
+    expect(new Set(ledgerKeys).size).toBe(CALLS + 1);
+    const local = await readCharges(db.pool, db.tables, merchantId);
+    expect(local.filter((c) => c.status === 'succeeded')).toHaveLength(CALLS);
+    const { roundTrips, endedInTransaction } = proxy.stats();
+    // Unbatched this is 2 per charge; every round trip is still its own committed statement.
+    expect(roundTrips).toBeLessThan(CALLS);
+    expect(endedInTransaction).toBe(0);
+  });
+
+  it('answers each call of a mixed batch as if it had been alone', async () => {
+    const provider = createFakeProvider();
+    const engine = createChargeEngine({ pool, provider });
+    const merchantId = 'm_mixed';
+    const done = aKey();
+    const reused = aKey();
+    const first = await engine.processCharge(done, aRequest({ merchantId }));
+    await engine.processCharge(reused, aRequest({ merchantId, amountMinor: 700 }));
+    const twice = aKey();
+    const fresh = Array.from({ length: 10 }, () => aKey());
+    const blocker = engine.processCharge(aKey(), aRequest({ merchantId })); // holds a batch open
+
+    const settled = await Promise.allSettled([
+      engine.processCharge(done, aRequest({ merchantId })),
+      engine.processCharge(reused, aRequest({ merchantId, amountMinor: 701 })),
+      engine.processCharge(twice, aRequest({ merchantId })),
+      engine.processCharge(twice, aRequest({ merchantId })),
+      ...fresh.map((key) => engine.processCharge(key, aRequest({ merchantId }))),
+    ]);
+    await blocker;
+
+    const [replay, refused, twiceA, twiceB, ...news] = settled;
+    expect(replay).toMatchObject({
+      status: 'fulfilled',
+      value: { replayed: true, body: first.body },
+    });
+    expect(refused.status).toBe('rejected');
+    const reason: unknown = refused.status === 'rejected' ? refused.reason : null;
+    expect(reason).toBeInstanceOf(IdempotencyKeyReusedError);
+    expect((reason as IdempotencyKeyReusedError).differingFields).toEqual(['amountMinor']);
+    const twiceOutcomes = [twiceA, twiceB].map((s): unknown =>
+      s.status === 'fulfilled' ? (s.value.replayed ? 'replayed' : 'charged') : s.reason,
+    );
+    expect(twiceOutcomes.filter((o) => o === 'charged')).toHaveLength(1);
+    const other = twiceOutcomes.find((o) => o !== 'charged');
+    expect(other === 'replayed' || other instanceof IdempotencyKeyInUseError).toBe(true);
+    expect(news.every((s) => s.status === 'fulfilled' && !s.value.replayed)).toBe(true);
+    const ledgerKeys = provider.ledger().map((e) => e.providerKey);
+    expect(new Set(ledgerKeys).size).toBe(ledgerKeys.length);
+    expect(ledgerKeys).toHaveLength(2 + 1 + fresh.length + 1);
+  });
+
+  it('with groupCommit: false, each charge keeps its own 2 round trips', async () => {
+    const engine = createChargeEngine({ pool, provider: createFakeProvider(), groupCommit: false });
+    await engine.processCharge(aKey(), aRequest({ merchantId: 'm_warm2' }));
+    proxy.reset();
+
+    await Promise.all(
+      Array.from({ length: 8 }, () =>
+        engine.processCharge(aKey(), aRequest({ merchantId: 'm_solo' })),
+      ),
+    );
+
+    expect(proxy.stats().roundTrips).toBe(16);
+  });
+});

@@ -1,0 +1,99 @@
+import { describe, expect, it } from 'vitest';
+import { createBatcher, type BatchRunner } from '../../src/store/createBatcher.js';
+
+// The batching rule, without a database: what goes out alone, what goes out together, and how
+// a failed batch is answered. (The statements themselves are tested against PostgreSQL.)
+
+type Sent = { kind: 'one'; inputs: string[] } | { kind: 'many'; inputs: string[] };
+
+function recorder(overrides: Partial<BatchRunner<string, string>> = {}) {
+  const sent: Sent[] = [];
+  const gates: (() => void)[] = [];
+  const held = () => new Promise<void>((resolve) => gates.push(resolve));
+  const runner: BatchRunner<string, string> = {
+    one: async (input) => {
+      sent.push({ kind: 'one', inputs: [input] });
+      await held();
+      if (input.startsWith('bad')) throw new Error(`refused ${input}`);
+      return `done ${input}`;
+    },
+    many: async (inputs) => {
+      sent.push({ kind: 'many', inputs });
+      await held();
+      if (inputs.some((i) => i.startsWith('bad'))) throw new Error('batch refused');
+      if (inputs.some((i) => i.startsWith('down'))) throw new Error('down');
+      return inputs.map((i) => `done ${i}`);
+    },
+    identity: (input) => input.replace(/#.*/, ''),
+    maxSize: 3,
+    maxInFlight: 1,
+    failsEveryInput: (error) => error instanceof Error && error.message === 'down',
+    ...overrides,
+  };
+  const releaseAll = async () => {
+    while (gates.length > 0) {
+      gates.shift()?.();
+      await new Promise((resolve) => setImmediate(resolve));
+    }
+  };
+  return { send: createBatcher(runner), sent, releaseAll };
+}
+
+describe('group commit batching', () => {
+  it('sends a lone call at once and alone', async () => {
+    const { send, sent, releaseAll } = recorder();
+    const answer = send('a');
+    expect(sent).toEqual([{ kind: 'one', inputs: ['a'] }]);
+    await releaseAll();
+    await expect(answer).resolves.toBe('done a');
+  });
+
+  it('batches what arrives while a batch is in flight, up to maxSize, one key once per batch', async () => {
+    const { send, sent, releaseAll } = recorder();
+    const answers = [send('a'), send('b'), send('c'), send('c#again'), send('d'), send('e')];
+    await releaseAll();
+
+    await expect(Promise.all(answers)).resolves.toEqual([
+      'done a',
+      'done b',
+      'done c',
+      'done c#again',
+      'done d',
+      'done e',
+    ]);
+    expect(sent).toEqual([
+      { kind: 'one', inputs: ['a'] },
+      { kind: 'many', inputs: ['b', 'c', 'd'] },
+      { kind: 'many', inputs: ['c#again', 'e'] },
+    ]);
+  });
+
+  it('retries a failed batch one input at a time: one bad input fails only itself', async () => {
+    const { send, sent, releaseAll } = recorder();
+    const first = send('a');
+    const answers = [send('b'), send('bad'), send('c')].map((p) =>
+      p.catch((e: Error) => e.message),
+    );
+    await releaseAll();
+    await first;
+
+    await expect(Promise.all(answers)).resolves.toEqual(['done b', 'refused bad', 'done c']);
+    expect(sent.slice(1)).toEqual([
+      { kind: 'many', inputs: ['b', 'bad', 'c'] },
+      { kind: 'one', inputs: ['b'] },
+      { kind: 'one', inputs: ['bad'] },
+      { kind: 'one', inputs: ['c'] },
+    ]);
+  });
+
+  it('fails every input at once when the failure would only repeat (the store is down)', async () => {
+    const { send, sent, releaseAll } = recorder();
+    const first = send('a');
+    const answers = [send('b'), send('down')].map((p) => p.catch((e: Error) => e.message));
+    await releaseAll();
+    await first;
+
+    await expect(Promise.all(answers)).resolves.toEqual(['down', 'down']);
+    expect(sent).toHaveLength(2);
+  });
+});
