@@ -1,11 +1,12 @@
 #!/usr/bin/env node
-import { parseArgs } from 'node:util';
+import { adminCommand, ADMIN_COMMANDS, processOutput } from './cli/adminCommands.js';
 import { chaosCommand } from './cli/chaosCommand.js';
 import { conformanceCommand } from './cli/conformanceCommand.js';
 import { describeError } from './cli/describeError.js';
+import { packageVersion } from './cli/packageVersion.js';
+import { parseCommandArgs, UsageError } from './cli/parseCommandArgs.js';
 import {
   reapCommand,
-  requeueCommand,
   statusCommand,
   sweepCommand,
   type RecoveryCommandOptions,
@@ -18,8 +19,14 @@ Commands:
   reap     reap completed keys older than the retention to tombstones, and delete
            tombstones older than theirs (every operation)
   status   keys per recovery point, abandoned and stuck keys (every operation)
+  migrate  create or upgrade chargeonce's schema
+  inspect  everything stored about one key: point, request, lease, charge, outcome,
+           history, audit trail (needs --merchant and --key)
+  list     keys page by page, filtered by --point, --merchant, --older-than-ms
+  resolve  complete a key parked in failed with what the provider says (audited)
   requeue  put a key parked in failed back for the sweeper (needs --merchant and --key);
            exits 1 when no failed key matched
+           (options of these five: chargeonce <command> --help)
   chaos    charge through crashes, kills and provider faults, then reconcile
            (options: chargeonce chaos --help)
   conformance
@@ -42,6 +49,8 @@ Options:
                          reap: keep tombstones this long after completion (default 30 days,
                          or ten times --retention-ms if longer); use your engine's setting
   --json                 print JSON
+  -h, --help             print this help (or: chargeonce <command> --help)
+  -v, --version          print chargeonce's version
 `;
 
 function numberOption(value: string | undefined, name: string): number | undefined {
@@ -60,10 +69,13 @@ async function main(argv: string[]): Promise<number> {
   if (argv[0] === 'conformance') {
     return (await conformanceCommand(argv.slice(1), print)) === 'failed' ? 1 : 0;
   }
-  const { positionals, values } = parseArgs({
-    args: argv,
-    allowPositionals: true,
-    options: {
+  // The admin commands (migrate, inspect, list, resolve, requeue) parse their options too.
+  if (argv[0] !== undefined && ADMIN_COMMANDS.has(argv[0])) {
+    return adminCommand(argv[0], argv.slice(1), processOutput(print));
+  }
+  const { positionals, values } = parseCommandArgs(
+    argv,
+    {
       'database-url': { type: 'string' },
       schema: { type: 'string' },
       operation: { type: 'string' },
@@ -78,8 +90,14 @@ async function main(argv: string[]): Promise<number> {
       'tombstone-retention-ms': { type: 'string' },
       json: { type: 'boolean', default: false },
       help: { type: 'boolean', short: 'h', default: false },
+      version: { type: 'boolean', short: 'v', default: false },
     },
-  });
+    { allowPositionals: true },
+  );
+  if (values.version) {
+    print(packageVersion());
+    return 0;
+  }
   const command = positionals[0];
   if (values.help || !command) {
     process.stdout.write(USAGE);
@@ -119,11 +137,6 @@ async function main(argv: string[]): Promise<number> {
     case 'status':
       await statusCommand(options, print);
       return 0;
-    case 'requeue': {
-      const { merchant, key } = values;
-      if (!merchant || !key) throw new Error('requeue needs --merchant <id> and --key <key>');
-      return (await requeueCommand(options, { merchantId: merchant, key }, print)) ? 0 : 1;
-    }
     default:
       process.stderr.write(`Unknown command: ${command}\n\n${USAGE}`);
       return 2;
@@ -135,8 +148,12 @@ main(process.argv.slice(2)).then(
     process.exitCode = code;
   },
   (error: unknown) => {
-    // The whole cause chain: "store_unavailable" alone does not say which address refused.
-    process.stderr.write(`chargeonce: ${describeError(error).join('\n')}\n`);
+    if (error instanceof UsageError) {
+      process.stderr.write(`chargeonce: ${error.message}\nRun '${error.helpCommand}' for usage.\n`);
+    } else {
+      // The whole cause chain: "store_unavailable" alone does not say which address refused.
+      process.stderr.write(`chargeonce: ${describeError(error).join('\n')}\n`);
+    }
     process.exitCode = 1;
   },
 );

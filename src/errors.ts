@@ -27,6 +27,8 @@ export const CHARGE_ONCE_ERROR_CODES = [
   // The engine again: a key reaped to its tombstone, a provider answer it refused.
   'idempotency_key_expired',
   'provider_answer_invalid',
+  // The admin surface: a key a person tried to resolve is not parked (`KeyNotResolvableError`).
+  'key_not_resolvable',
 ] as const;
 
 /** The stable code of a chargeonce error: a `switch` over it can be checked for exhaustiveness. */

@@ -52,3 +52,29 @@ export type { ReapOptions } from './recovery/reap.js';
 export type { RecoveryLoopOptions } from './recovery/startRecovery.js';
 export type { StuckKey } from './store/listFailedKeys.js';
 export type { KeyStatus } from './store/readKeyStatus.js';
+export { KeyNotResolvableError } from './admin/KeyNotResolvableError.js';
+export type { NotResolvableReason } from './admin/KeyNotResolvableError.js';
+export type {
+  AuditEntry,
+  KeyHistoryEvent,
+  KeyHistoryEventName,
+  KeyInspection,
+  KeyLease,
+  KeyPage,
+  KeySummary,
+  KeyTarget,
+  ListKeysOptions,
+  RequeueTarget,
+  ResolveInput,
+  ResolveResult,
+} from './admin/types.js';
+export type { RecoveryPoint } from './store/keyState.js';
+export type { ChargeDetails } from './store/readKeyDetails.js';
+export type {
+  ChargeOnceEvent,
+  ChargeOnceEventType,
+  EventKey,
+  StartingPoint,
+} from './observability/events.js';
+export type { EventLogger } from './observability/eventSink.js';
+export type { TelemetryOptions } from './observability/observer.js';

@@ -1,7 +1,7 @@
 import { randomInt } from 'node:crypto';
-import { parseArgs } from 'node:util';
 import { DEFAULT_PROVIDER_FAULTS, type ChaosOptions } from '../chaos/resolveChaosOptions.js';
 import { runChaos } from '../chaos/runChaos.js';
+import { parseCommandArgs } from './parseCommandArgs.js';
 import { createProgressBar } from './createProgressBar.js';
 import { renderChaosReport } from './renderChaosReport.js';
 
@@ -73,9 +73,9 @@ export async function chaosCommand(
   argv: string[],
   print: (line: string) => void,
 ): Promise<ChaosCommandResult> {
-  const { values } = parseArgs({
-    args: argv,
-    options: {
+  const { values } = parseCommandArgs(
+    argv,
+    {
       'database-url': { type: 'string' },
       schema: { type: 'string' },
       charges: { type: 'string' },
@@ -108,7 +108,8 @@ export async function chaosCommand(
       json: { type: 'boolean', default: false },
       help: { type: 'boolean', short: 'h', default: false },
     },
-  });
+    { command: 'chaos' },
+  );
   if (values.help) {
     print(USAGE);
     return 'help';

@@ -1,4 +1,3 @@
-import { parseArgs } from 'node:util';
 import { loadChaosProvider, providerModuleUrl } from '../chaos/loadChaosProvider.js';
 import {
   renderConformanceReport,
@@ -7,6 +6,7 @@ import {
 } from '../conformance/runConformance.js';
 import type { FakeServerFault } from '../provider/createFaultSchedule.js';
 import { startFakeProviderServer } from '../provider/fakeProviderServer.js';
+import { parseCommandArgs } from './parseCommandArgs.js';
 
 const USAGE = `Usage: chargeonce conformance --provider MODULE [options]
 
@@ -48,15 +48,16 @@ export async function conformanceCommand(
   argv: string[],
   print: (line: string) => void,
 ): Promise<'help' | 'passed' | 'failed'> {
-  const { values } = parseArgs({
-    args: argv,
-    options: {
+  const { values } = parseCommandArgs(
+    argv,
+    {
       provider: { type: 'string' },
       'budget-ms': { type: 'string' },
       json: { type: 'boolean', default: false },
       help: { type: 'boolean', short: 'h', default: false },
     },
-  });
+    { command: 'conformance' },
+  );
   if (values.help) {
     print(USAGE);
     return 'help';

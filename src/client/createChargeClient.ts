@@ -1,6 +1,6 @@
 import pRetry, { AbortError, type RetryContext } from 'p-retry';
 import { InvalidRequestError } from '../errors.js';
-import { isValidIdempotencyKey } from '../request.js';
+import { isValidIdempotencyKey } from '../idempotencyKey.js';
 import type { ChargeRequestBody } from '../http/parseChargeBody.js';
 import {
   ChargeClientError,
@@ -11,9 +11,11 @@ import {
   backoffDelay,
   isChargeOutcome,
   isRetryableResponse,
+  nextDelay,
   parseRetryAfter,
 } from './retryPolicy.js';
 import {
+  checkNumberOption,
   resolveClientOptions,
   type ChargeClientOptions,
   type ResolvedClientOptions,
@@ -32,9 +34,9 @@ export type ChargeOptions = {
   key?: string;
   /** Stops retrying; an attempt in flight is cancelled. */
   signal?: AbortSignal;
-  /** @defaultValue the client's `retries` */
+  /** A non-negative integer. @defaultValue the client's `retries` */
   retries?: number;
-  /** @defaultValue the client's `maxElapsedMs` */
+  /** A finite number ≥ 0. @defaultValue the client's `maxElapsedMs` */
   maxElapsedMs?: number;
 };
 
@@ -57,13 +59,18 @@ export type ChargeClient = {
   /**
    * Runs one charge operation: one key for all its attempts, so retries never charge twice.
    * Retries network errors, timeouts, 408, 409, 429, 502, 503 and 504, with exponential
-   * backoff and full jitter, waiting at least what `Retry-After` asks; never anything else, nor
+   * backoff and full jitter, waiting at least what `Retry-After` asks (but never more than
+   * `MAX_RETRY_DELAY_MS`, 60 s: a longer ask ends the operation); never anything else, nor
    * an answer whose code says a retry cannot change it (`provider_answer_invalid`).
    * Resolves with a 2xx or a 402 (a decline is an answer, not a failure).
    *
    * @throws {InvalidRequestError} the key is not 1–255 printable ASCII; nothing was sent.
+   * @throws {InvalidConfigurationError} `retries` or `maxElapsedMs` is out of range; nothing
+   * was sent.
    * @throws {ChargeClientError} refused, out of retries, or aborted; it carries the key and the
    * last response, so the same operation can be resumed later.
+   * @throws {TypeError} as fetch threw it, unretried, when fetch refused to send the request
+   * for a reason that is not the network's (the same request would be refused again).
    */
   charge(request: ChargeRequestBody, options?: ChargeOptions): Promise<ChargeResult>;
 };
@@ -82,7 +89,9 @@ class RetryableFailure extends Error {
 /**
  * Creates a retrying client for the charge handler.
  *
- * @throws {InvalidConfigurationError} for a `baseUrl` that is not a URL or a negative option.
+ * @throws {InvalidConfigurationError} for a `baseUrl` that is not an absolute http(s) URL or
+ * carries credentials (the message never quotes them), a numeric option that is negative, not
+ * finite or past its bound, or a header fetch would refuse.
  */
 export function createChargeClient(options: ChargeClientOptions): ChargeClient {
   const config = resolveClientOptions(options);
@@ -96,7 +105,11 @@ export function createChargeClient(options: ChargeClientOptions): ChargeClient {
         ]);
       }
       const { signal } = callOptions;
-      const maxElapsedMs = callOptions.maxElapsedMs ?? config.maxElapsedMs;
+      const retries = checkNumberOption('retries', callOptions.retries ?? config.retries);
+      const maxElapsedMs = checkNumberOption(
+        'maxElapsedMs',
+        callOptions.maxElapsedMs ?? config.maxElapsedMs,
+      );
       // Serialized once: every attempt sends the same bytes, so the server sees one request.
       const body = JSON.stringify(request);
       const startedAt = config.now();
@@ -120,7 +133,11 @@ export function createChargeClient(options: ChargeClientOptions): ChargeClient {
           case 'aborted':
             throw new AbortError(fail('charge_aborted', result.cause));
           case 'timeout':
+            throw new RetryableFailure(undefined, { cause: result.cause });
           case 'network':
+            // A TypeError goes to p-retry as it is: p-retry knows each runtime's network errors
+            // and throws any other TypeError (an invalid request fetch refused) without a retry.
+            if (result.cause instanceof TypeError) throw result.cause;
             throw new RetryableFailure(undefined, { cause: result.cause });
           case 'response':
             break;
@@ -144,24 +161,34 @@ export function createChargeClient(options: ChargeClientOptions): ChargeClient {
         throw new RetryableFailure(response);
       };
 
-      // p-retry runs the loop, counts retries and stops on AbortError or the signal. Its own
-      // delays are off (`minTimeout: 0`): it offers no full jitter and cannot read
-      // `Retry-After`, so the wait happens in `shouldRetry`, on the injectable clock.
+      // The last failure that may differ next time: when p-retry rethrows it, retries ran out.
+      let retryable: unknown;
+      // p-retry runs the loop and stops on AbortError, the signal, or a TypeError that is not a
+      // network error (it never reaches `shouldRetry`). Its own delays are off (`minTimeout:
+      // 0`): it offers no full jitter and cannot read `Retry-After`, so the wait happens in
+      // `shouldRetry`, on the injectable clock. Its retry count is unbounded (`Infinity`) so
+      // that every failure it would retry is seen here, where `retries` is counted.
       const waitBeforeRetry = async ({ error, retriesConsumed }: RetryContext) => {
-        if (!(error instanceof RetryableFailure)) return false;
-        const asked = error.response
-          ? parseRetryAfter(error.response.headers.get('retry-after'), config.now())
-          : undefined;
-        const delay = Math.max(backoffDelay(retriesConsumed, config), asked ?? 0);
-        // Coming back after the deadline would be a retry nobody waits for: give up now.
-        if (config.now() - startedAt + delay > maxElapsedMs) return false;
+        if (!(error instanceof RetryableFailure || error instanceof TypeError)) return false;
+        retryable = error;
+        if (retriesConsumed >= retries) return false;
+        const response = error instanceof RetryableFailure ? error.response : undefined;
+        const delay = nextDelay({
+          backoffMs: backoffDelay(retriesConsumed, config),
+          retryAfterMs: response
+            ? parseRetryAfter(response.headers.get('retry-after'), config.now())
+            : undefined,
+          elapsedMs: config.now() - startedAt,
+          maxElapsedMs,
+        });
+        if (delay === undefined) return false;
         await config.sleep(delay, signal);
         return true;
       };
 
       try {
         return await pRetry(attempt, {
-          retries: callOptions.retries ?? config.retries,
+          retries: Number.POSITIVE_INFINITY,
           minTimeout: 0,
           randomize: false,
           signal,
@@ -170,7 +197,10 @@ export function createChargeClient(options: ChargeClientOptions): ChargeClient {
       } catch (error) {
         if (error instanceof ChargeClientError) throw error;
         if (signal?.aborted) throw fail('charge_aborted', signal.reason);
-        if (error instanceof RetryableFailure) throw fail('charge_retries_exhausted', error.cause);
+        if (error !== undefined && error === retryable) {
+          const cause = error instanceof RetryableFailure ? error.cause : error;
+          throw fail('charge_retries_exhausted', cause);
+        }
         throw error;
       }
     },

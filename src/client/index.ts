@@ -7,4 +7,5 @@ export type {
   ChargeResult,
 } from './createChargeClient.js';
 export { ChargeClientError } from './ChargeClientError.js';
+export { MAX_RETRY_DELAY_MS } from './retryPolicy.js';
 export type { ChargeClientErrorCode, ChargeClientResponse } from './ChargeClientError.js';

@@ -1,9 +1,13 @@
 import { InvalidConfigurationError } from '../errors.js';
+import { MAX_RETRY_DELAY_MS } from './retryPolicy.js';
 import { sleep } from './sleep.js';
 
 /** Options of `createChargeClient`. */
 export type ChargeClientOptions = {
-  /** Where the charge handler is mounted; charges are POSTed to `${baseUrl}${path}`. */
+  /**
+   * Where the charge handler is mounted; charges are POSTed to `${baseUrl}${path}`. An absolute
+   * `http:` or `https:` URL without credentials: send those in `headers`.
+   */
   baseUrl: string | URL;
   /**
    * The charge route under `baseUrl`.
@@ -29,19 +33,22 @@ export type ChargeClientOptions = {
    */
   keyHeader?: string;
   /**
-   * Retries after the first attempt, for each `charge` unless it says otherwise.
+   * Retries after the first attempt, for each `charge` unless it says otherwise. A non-negative
+   * integer.
    * @defaultValue `10`
    */
   retries?: number;
   /**
    * No retry starts once this much time has passed since `charge` was called, nor one that a
    * `Retry-After` would push past it. An attempt in flight is bounded by `attemptTimeoutMs`.
+   * Finite: `retries` and this bound every operation.
    * @defaultValue `60_000`
    */
   maxElapsedMs?: number;
   /**
    * How long one attempt may take, body included, before it counts as a (retryable) timeout.
    * Keep it above the server's worst case (its provider timeout, plus any in-progress wait).
+   * Positive, and at most 2_147_483_647 (a timer's longest delay).
    * @defaultValue `30_000`
    */
   attemptTimeoutMs?: number;
@@ -51,7 +58,8 @@ export type ChargeClientOptions = {
    */
   baseDelayMs?: number;
   /**
-   * The largest backoff cap. A `Retry-After` may ask for longer and is honoured.
+   * The largest backoff cap; at most `MAX_RETRY_DELAY_MS` (60 s). A `Retry-After` may ask for
+   * longer, up to 60 s, and is honoured; one that asks for more ends the operation.
    * @defaultValue `10_000`
    */
   maxDelayMs?: number;
@@ -84,46 +92,132 @@ const DEFAULTS = {
   maxDelayMs: 10_000,
 } as const;
 
+/** setTimeout's longest delay: a longer one overflows and fires at once (Node clamps it to 1 ms). */
+const MAX_TIMER_MS = 2 ** 31 - 1;
+
+/** What a numeric option must be. Every one is finite: none may turn a retry loop into a spin. */
+const NUMBER_RULES = {
+  retries: { min: 0, max: Number.MAX_SAFE_INTEGER, integer: true, says: 'a non-negative integer' },
+  maxElapsedMs: { min: 0, max: Number.MAX_VALUE, integer: false, says: 'a finite number ≥ 0' },
+  attemptTimeoutMs: {
+    min: Number.MIN_VALUE,
+    max: MAX_TIMER_MS,
+    integer: false,
+    says: `a number > 0 and ≤ ${MAX_TIMER_MS}`,
+  },
+  baseDelayMs: { min: 0, max: Number.MAX_VALUE, integer: false, says: 'a finite number ≥ 0' },
+  maxDelayMs: {
+    min: 0,
+    max: MAX_RETRY_DELAY_MS,
+    integer: false,
+    says: `a number ≥ 0 and ≤ ${MAX_RETRY_DELAY_MS} (MAX_RETRY_DELAY_MS)`,
+  },
+} as const;
+
+/**
+ * Checks one numeric option (of the client, or of one `charge`).
+ *
+ * @throws {InvalidConfigurationError} when it is not a finite number in its range.
+ */
+export function checkNumberOption(name: keyof typeof NUMBER_RULES, value: unknown): number {
+  const rule = NUMBER_RULES[name];
+  if (
+    typeof value !== 'number' ||
+    !Number.isFinite(value) ||
+    value < rule.min ||
+    value > rule.max ||
+    (rule.integer && !Number.isInteger(value))
+  ) {
+    throw new InvalidConfigurationError(`${name} must be ${rule.says}; got ${String(value)}`);
+  }
+  return value;
+}
+
 /** The options with their defaults filled in. */
 export type ResolvedClientOptions = ReturnType<typeof resolveClientOptions>;
 
 /**
  * Fills in the defaults and checks the options.
  *
- * @throws {InvalidConfigurationError} for a `baseUrl` that is not a URL or a negative number.
+ * @throws {InvalidConfigurationError} for a `baseUrl` that is not an absolute http(s) URL or that
+ * carries credentials, a numeric option out of its range (or not finite), or a header name or
+ * value that fetch would refuse.
  */
 export function resolveClientOptions(options: ChargeClientOptions) {
-  let url: URL;
-  try {
-    url = new URL(options.baseUrl);
-  } catch (error) {
-    throw new InvalidConfigurationError(`baseUrl must be an absolute URL: ${String(error)}`);
-  }
-  // Appended, not resolved: `new URL('/charges', 'https://api/v1/')` would drop `/v1`.
-  url.pathname = url.pathname.replace(/\/+$/, '') + (options.path ?? DEFAULTS.path);
+  const url = chargeUrl(options.baseUrl, options.path ?? DEFAULTS.path);
   const numbers = {
-    retries: options.retries ?? DEFAULTS.retries,
-    maxElapsedMs: options.maxElapsedMs ?? DEFAULTS.maxElapsedMs,
-    attemptTimeoutMs: options.attemptTimeoutMs ?? DEFAULTS.attemptTimeoutMs,
-    baseDelayMs: options.baseDelayMs ?? DEFAULTS.baseDelayMs,
-    maxDelayMs: options.maxDelayMs ?? DEFAULTS.maxDelayMs,
+    retries: checkNumberOption('retries', options.retries ?? DEFAULTS.retries),
+    maxElapsedMs: checkNumberOption('maxElapsedMs', options.maxElapsedMs ?? DEFAULTS.maxElapsedMs),
+    attemptTimeoutMs: checkNumberOption(
+      'attemptTimeoutMs',
+      options.attemptTimeoutMs ?? DEFAULTS.attemptTimeoutMs,
+    ),
+    baseDelayMs: checkNumberOption('baseDelayMs', options.baseDelayMs ?? DEFAULTS.baseDelayMs),
+    maxDelayMs: checkNumberOption('maxDelayMs', options.maxDelayMs ?? DEFAULTS.maxDelayMs),
   };
-  for (const [name, value] of Object.entries(numbers)) {
-    if (!(typeof value === 'number' && value >= 0 && !Number.isNaN(value))) {
-      throw new InvalidConfigurationError(`${name} must be a non-negative number`);
-    }
+  const keyHeader = options.keyHeader ?? DEFAULTS.keyHeader;
+  // Checked now, once: fetch would refuse them on every attempt, and a refusal cannot change.
+  // The values are never quoted back: a header may carry a token.
+  if (!isHeaderName(keyHeader)) {
+    throw new InvalidConfigurationError('keyHeader must be a valid HTTP header name');
   }
-  if (numbers.attemptTimeoutMs === 0) {
-    throw new InvalidConfigurationError('attemptTimeoutMs must be positive');
+  const headers = options.headers ?? {};
+  if (typeof headers !== 'function' && !areValidHeaders(headers)) {
+    throw new InvalidConfigurationError('headers must be valid HTTP header names and values');
   }
   return {
     ...numbers,
     url,
     fetch: options.fetch ?? ((input, init) => globalThis.fetch(input, init)),
-    headers: options.headers ?? {},
-    keyHeader: options.keyHeader ?? DEFAULTS.keyHeader,
+    headers,
+    keyHeader,
     random: options.random ?? Math.random,
     now: options.now ?? Date.now,
     sleep: options.sleep ?? sleep,
   };
+}
+
+/**
+ * `${baseUrl}${path}`. Credentials in the URL are refused, not sent: fetch refuses them on every
+ * attempt, and errors and logs would quote them. Neither the URL nor the parser's error (whose
+ * `input` is the URL) goes into the message.
+ */
+function chargeUrl(baseUrl: string | URL, path: string): URL {
+  let url: URL;
+  try {
+    url = new URL(baseUrl);
+  } catch {
+    throw new InvalidConfigurationError('baseUrl must be an absolute http(s) URL');
+  }
+  if (url.protocol !== 'http:' && url.protocol !== 'https:') {
+    throw new InvalidConfigurationError(
+      `baseUrl must be an http(s) URL, not ${url.protocol.slice(0, 20)}`,
+    );
+  }
+  if (url.username !== '' || url.password !== '') {
+    throw new InvalidConfigurationError(
+      'baseUrl must not contain credentials (user:password@): send them in `headers`, such as an Authorization header',
+    );
+  }
+  // Appended, not resolved: `new URL('/charges', 'https://api/v1/')` would drop `/v1`.
+  url.pathname = url.pathname.replace(/\/+$/, '') + path;
+  return url;
+}
+
+function isHeaderName(name: string): boolean {
+  try {
+    new Headers().set(name, 'x');
+    return true;
+  } catch {
+    return false;
+  }
+}
+
+function areValidHeaders(headers: Record<string, string>): boolean {
+  try {
+    new Headers(headers);
+    return true;
+  } catch {
+    return false;
+  }
 }

@@ -63,8 +63,36 @@ export function backoffDelay(
   options: { baseDelayMs: number; maxDelayMs: number; random: () => number },
 ): number {
   const cap = Math.min(options.maxDelayMs, options.baseDelayMs * 2 ** retry);
-  const draw = Math.min(Math.max(options.random(), 0), 1);
+  const random = options.random();
+  // A draw that is not a number (a broken `random`) waits the whole cap rather than none.
+  const draw = Number.isNaN(random) ? 1 : Math.min(Math.max(random, 0), 1);
   return Math.floor(draw * cap);
+}
+
+/**
+ * The longest the client waits between two attempts, `Retry-After` included: 60 s. A server
+ * that asks for longer is not retried early (that only earns the same refusal and spends a
+ * retry): the operation ends with `charge_retries_exhausted`, whose `key` resumes it later.
+ * Bounding every wait also keeps it inside what a timer can hold: 10^9 s would overflow
+ * `setTimeout`, which then fires at once.
+ */
+export const MAX_RETRY_DELAY_MS = 60_000;
+
+/**
+ * How long to wait before the next attempt: the backoff, or longer if `Retry-After` asks.
+ * `undefined` means give up now: the wait would be longer than {@link MAX_RETRY_DELAY_MS}, or
+ * the next attempt would start past `maxElapsedMs` (a retry nobody waits for).
+ */
+export function nextDelay(wait: {
+  backoffMs: number;
+  retryAfterMs: number | undefined;
+  elapsedMs: number;
+  maxElapsedMs: number;
+}): number | undefined {
+  const delay = Math.max(wait.backoffMs, wait.retryAfterMs ?? 0);
+  if (!(delay <= MAX_RETRY_DELAY_MS)) return undefined;
+  if (wait.elapsedMs + delay > wait.maxElapsedMs) return undefined;
+  return delay;
 }
 
 /**

@@ -20,7 +20,8 @@ import { checkProviderAnswer, REFUSED_ANSWER_REASON_PREFIX } from './checkProvid
 import type { EngineEnv } from './engineEnv.js';
 import { coverProviderBudget, type LeasedKey } from './lease.js';
 import { leaseLost } from './leaseLost.js';
-import { releaseAfterFailure } from './releaseQuietly.js';
+import { chargeAttributes, observePhase } from './observeCharge.js';
+import { errorText, releaseAfterFailure } from './releaseQuietly.js';
 import type { ChargeOutcome, CrashPoint } from './types.js';
 
 /** How long to suggest a caller waits after a transient provider failure. */
@@ -73,6 +74,7 @@ export async function chargePhase(
   env: EngineEnv,
   charge: OwnedCharge,
   whenNotFound: WhenNotFound = 'create',
+  by: 'client' | 'sweeper' = 'client',
 ): Promise<ChargePhaseResult> {
   crashPoint(env, 'beforeProviderCall', charge.scoped);
   await stallPoint(env, 'beforeProviderCall', charge.scoped);
@@ -86,6 +88,16 @@ export async function chargePhase(
   if (!checked.ok) return parkRefusedAnswer(env, charge, checked.reason);
   const providerCharge = checked.charge;
   const { adopted } = found;
+  env.observer.annotate({ 'chargeonce.adopted': adopted });
+  if (adopted) {
+    env.observer.event({
+      type: 'adopted',
+      ...charge.scoped,
+      chargeId: charge.chargeId,
+      providerChargeId: providerCharge.id,
+      by,
+    });
+  }
   crashPoint(env, 'afterProviderCall', charge.scoped);
   await stallPoint(env, 'afterProviderCall', charge.scoped);
 
@@ -135,6 +147,7 @@ async function cancelCharge(env: EngineEnv, charge: OwnedCharge): Promise<Charge
     completion,
     cancelHook && ((tx) => cancelHook(tx, hookContext(charge))),
   );
+  env.observer.event({ type: 'cancelled', ...charge.scoped, chargeId: charge.chargeId });
   return { outcome: outcomeOf(charge, completion), source: 'cancelled' };
 }
 
@@ -158,7 +171,8 @@ async function park(env: EngineEnv, charge: OwnedCharge, reason: string): Promis
   const parked = await withStore(() =>
     failKey(pool, env.tables, { ...charge.scoped, lockToken: charge.lockToken, reason }),
   );
-  if (!parked) throw leaseLost();
+  if (!parked) throw lostLease(env, charge);
+  env.observer.event({ type: 'parked', ...charge.scoped, reason });
 }
 
 function terminal(
@@ -219,27 +233,35 @@ async function writeTerminal(
   if (env.faults?.shouldCrash('beforeCompleteCommit', charge.scoped)) {
     return crashBeforeCommit(env, completion, hook);
   }
-  await withStore(async () => {
-    if (!hook) {
-      const completed = pools.group
-        ? await pools.group.complete(completion)
-        : pools.pg
-          ? await completeKeyPrepared(pools.pg, env.tables, completion)
-          : await completeKey(pool, env.tables, completion);
-      if (!completed) throw leaseLost();
-      return;
-    }
-    try {
-      await pool.transaction(async (tx) => {
-        if (!(await completeKey(tx, env.tables, completion))) throw leaseLost();
-        await hook(hookTransaction(tx));
-      });
-    } catch (error) {
-      // The hook failed and the phase rolled back; the key stays `reserved`.
-      await releaseAfterFailure(env, charge, error);
-      throw error;
-    }
-  });
+  await observePhase(env, 'complete', charge.scoped, () =>
+    withStore(async () => {
+      if (!hook) {
+        const completed = pools.group
+          ? await pools.group.complete(completion)
+          : pools.pg
+            ? await completeKeyPrepared(pools.pg, env.tables, completion)
+            : await completeKey(pool, env.tables, completion);
+        if (!completed) throw lostLease(env, charge);
+        return;
+      }
+      try {
+        await pool.transaction(async (tx) => {
+          if (!(await completeKey(tx, env.tables, completion))) throw lostLease(env, charge);
+          await hook(hookTransaction(tx));
+        });
+      } catch (error) {
+        // The hook failed and the phase rolled back; the key stays `reserved`.
+        await releaseAfterFailure(env, charge, error);
+        throw error;
+      }
+    }),
+  );
+}
+
+/** The lease was taken over: reported, and the error the attempt stops with. */
+function lostLease(env: EngineEnv, charge: OwnedCharge) {
+  env.observer.event({ type: 'lease_lost', ...charge.scoped, chargeId: charge.chargeId });
+  return leaseLost();
 }
 
 /**
@@ -290,9 +312,11 @@ async function obtainProviderCharge(
       // answer. The provider's own dedupe window may have expired, so ask first and adopt.
       // Anything but null is an answer, checked by the caller.
       const reservedAt = charge.reservation?.at ?? new Date();
-      const found: unknown = await callProvider(
-        (signal) => provider.findCharge(charge.providerKey, { signal, reservedAt }),
-        budget(),
+      const found: unknown = await observeProvider(env, charge, 'find', () =>
+        callProvider(
+          (signal) => provider.findCharge(charge.providerKey, { signal, reservedAt }),
+          budget(),
+        ),
       );
       if (found !== null) return { kind: 'answer', answer: found, adopted: true };
       const untrusted = untrustedNotFound(provider, charge.reservation);
@@ -311,21 +335,55 @@ async function obtainProviderCharge(
         : { description: charge.request.description }),
       ...(charge.request.metadata === undefined ? {} : { metadata: charge.request.metadata }),
     };
-    const created: unknown = await callProvider(
-      (signal) => provider.createCharge(input, { signal }),
-      budget(),
+    const created: unknown = await observeProvider(env, charge, 'create', () =>
+      callProvider((signal) => provider.createCharge(input, { signal }), budget()),
     );
     return { kind: 'answer', answer: created, adopted: false };
   } catch (error) {
     // Whether money moved is unknown. Keep `reserved`: the next attempt asks the provider.
     await releaseAfterFailure(env, charge, error);
     if (error instanceof SimulatedCrashError) throw error;
-    if (error instanceof ProviderTransientError) {
-      throw new ProviderUnavailableError(error.retryAfterMs ?? PROVIDER_RETRY_AFTER_MS, {
-        cause: error,
-      });
-    }
-    throw new ProviderError({ cause: error });
+    const failed =
+      error instanceof ProviderTransientError
+        ? new ProviderUnavailableError(error.retryAfterMs ?? PROVIDER_RETRY_AFTER_MS, {
+            cause: error,
+          })
+        : new ProviderError({ cause: error });
+    env.observer.event({
+      type: 'provider_failed',
+      ...charge.scoped,
+      transient: error instanceof ProviderTransientError,
+      reason: errorText(error),
+      errorCode: failed.code,
+    });
+    throw failed;
+  }
+}
+
+/** One provider call under its span (`chargeonce.provider.find` / `.create`), timed. */
+async function observeProvider<T>(
+  env: EngineEnv,
+  charge: OwnedCharge,
+  call: 'find' | 'create',
+  work: () => Promise<T>,
+): Promise<T> {
+  const startedAt = performance.now();
+  let outcome = 'answered';
+  try {
+    return await env.observer.span(
+      `chargeonce.provider.${call}`,
+      chargeAttributes(env, charge.scoped),
+      work,
+    );
+  } catch (error) {
+    outcome = error instanceof ProviderTransientError ? 'transient' : 'error';
+    throw error;
+  } finally {
+    env.observer.instruments?.providerDuration(
+      (performance.now() - startedAt) / 1000,
+      call,
+      outcome,
+    );
   }
 }
 

@@ -15,6 +15,7 @@ import { differingFields } from './requestDiff.js';
 import type { EngineEnv } from './engineEnv.js';
 import type { HeldLease } from './lease.js';
 import type { Reservation } from '../store/reservation.js';
+import { observePhase } from './observeCharge.js';
 import { replayOf, retryAfterForLease } from './outcomes.js';
 import { runReserveHook } from './reserveHook.js';
 import type { ChargeOutcome } from './types.js';
@@ -76,25 +77,29 @@ export async function claimPhase(
   const pools = await env.pools();
   const pool = pools.slonik;
   const reserveHook = reserve ? env.hooks.reserve : undefined;
-  const result = await withStore(async () => {
-    if (!reserveHook) return claimKey(pool, env.tables, input, fastClaim(env, pools));
-    // With a hook the claim, the intent and the caller's SQL share one explicit transaction.
-    return pool.transaction(async (tx) => {
-      const claim = await claimKey(tx, env.tables, input);
-      if (claim.kind !== 'claimed') return claim;
-      const rejected = await runReserveHook(tx, env, {
-        scoped,
-        lockToken,
-        chargeId,
-        providerKey,
-        request: v.request,
+  const result = await observePhase(env, 'claim', scoped, () =>
+    withStore(async () => {
+      if (!reserveHook) return claimKey(pool, env.tables, input, fastClaim(env, pools));
+      // With a hook the claim, the intent and the caller's SQL share one explicit transaction.
+      return pool.transaction(async (tx) => {
+        const claim = await claimKey(tx, env.tables, input);
+        if (claim.kind !== 'claimed') return claim;
+        const rejected = await runReserveHook(tx, env, {
+          scoped,
+          lockToken,
+          chargeId,
+          providerKey,
+          request: v.request,
+        });
+        return rejected ? { kind: 'rejected' as const, outcome: rejected } : claim;
       });
-      return rejected ? { kind: 'rejected' as const, outcome: rejected } : claim;
-    });
-  });
+    }),
+  );
 
   switch (result.kind) {
     case 'claimed':
+      env.observer.event({ type: 'claimed', ...scoped, chargeId, from: 'new', attempt: 1 });
+      env.observer.annotate({ 'chargeonce.recovery_point': 'new', 'chargeonce.attempt': 1 });
       return {
         kind: 'owned',
         fresh: true,
@@ -117,12 +122,29 @@ export async function claimPhase(
 
   const state = result.state;
   // The fingerprint check comes first: a different request never learns anything of the key.
-  if (state.requestHash !== v.fingerprint) throw reusedKeyError(result.storedRequest, v);
-  if (state.recoveryPoint === 'completed') return { kind: 'response', outcome: replayOf(state) };
+  if (state.requestHash !== v.fingerprint) {
+    const refused = reusedKeyError(result.storedRequest, v);
+    env.observer.event({ type: 'reused', ...scoped, differingFields: refused.differingFields });
+    throw refused;
+  }
+  if (state.recoveryPoint === 'completed') {
+    const outcome = replayOf(state);
+    env.observer.annotate({ 'chargeonce.recovery_point': 'completed' });
+    env.observer.event({
+      type: 'replayed',
+      ...scoped,
+      chargeId: outcome.chargeId,
+      status: outcome.status,
+      httpStatus: outcome.httpStatus,
+    });
+    return { kind: 'response', outcome };
+  }
   if (state.recoveryPoint === 'expired') throw new IdempotencyKeyExpiredError(state.chargeId);
   if (state.recoveryPoint === 'failed') throw new ChargeNeedsAttentionError();
   if (state.leaseHeld) {
-    throw new IdempotencyKeyInUseError(retryAfterForLease(state.leaseRemainingMs));
+    const retryAfterMs = retryAfterForLease(state.leaseRemainingMs);
+    env.observer.event({ type: 'conflict', ...scoped, retryAfterMs });
+    throw new IdempotencyKeyInUseError(retryAfterMs);
   }
   const takeOverSentAt = env.clock.now();
   const taken = await withStore(() =>
@@ -134,6 +156,17 @@ export async function claimPhase(
     }),
   );
   if (!taken) return { kind: 'lostRace' };
+  env.observer.event({
+    type: 'claimed',
+    ...scoped,
+    chargeId: taken.chargeId,
+    from: taken.recoveryPoint,
+    attempt: state.attempts + 1,
+  });
+  env.observer.annotate({
+    'chargeonce.recovery_point': taken.recoveryPoint,
+    'chargeonce.attempt': state.attempts + 1,
+  });
   return {
     kind: 'owned',
     fresh: false,

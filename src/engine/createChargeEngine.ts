@@ -1,5 +1,7 @@
 import { IdempotencyKeyInUseError, InvalidConfigurationError } from '../errors.js';
-import { validateChargeRequest, type ChargeRequest } from '../request.js';
+import { validateChargeRequest, type ChargeRequest, type ValidatedRequest } from '../request.js';
+import { observeCharge } from './observeCharge.js';
+import { createObserver, SILENT_OBSERVER } from '../observability/observer.js';
 import { createGroupCommit } from '../store/groupCommit.js';
 import { isPoolInput, resolvePool, type StorePools } from '../store/resolvePool.js';
 import { withStore } from '../store/storeErrors.js';
@@ -15,7 +17,19 @@ import {
 } from '../recovery/sweep.js';
 import { listFailedKeys, type StuckKey } from '../store/listFailedKeys.js';
 import { readKeyStatus, type KeyStatus } from '../store/readKeyStatus.js';
-import { requeueKey } from '../store/requeueKey.js';
+import { inspectKey } from '../admin/inspectKey.js';
+import { listKeys } from '../admin/listKeys.js';
+import { requeueParkedKey } from '../admin/requeueParkedKey.js';
+import { resolveKey } from '../admin/resolveKey.js';
+import type {
+  KeyInspection,
+  KeyPage,
+  KeyTarget,
+  ListKeysOptions,
+  RequeueTarget,
+  ResolveInput,
+  ResolveResult,
+} from '../admin/types.js';
 import { runAttempt } from './runAttempt.js';
 import type {
   ChargeEngineOptions,
@@ -61,11 +75,41 @@ export type ChargeEngine = {
   /**
    * Puts a key parked in `failed` back for the sweeper: its attempt count starts again and the
    * next sweep (after `sweepGraceMs`) or a client retry asks the provider and finishes it. A key
-   * parked before its charge intent was written goes back to `started`. Returns false when no
-   * parked key matched.
+   * parked before its charge intent was written goes back to `started`. Every requeue is
+   * audited (shown by `inspect`), with `actor` and `reason` when given. Fenced like `resolve`:
+   * of a racing requeue and resolve, one wins. Returns false when no parked key matched.
+   * @throws {InvalidRequestError} a malformed merchant, key, operation, actor or reason.
    * @throws {StoreUnavailableError} PostgreSQL is out of reach.
    */
-  requeue(target: { merchantId: string; key: string; operation?: string }): Promise<boolean>;
+  requeue(target: RequeueTarget): Promise<boolean>;
+  /**
+   * Completes a key parked in `failed` with what a person found at the provider: `succeeded`
+   * (with the provider's charge id), `declined` (with it, and the decline code) or `cancelled`
+   * (no charge there). Stores the outcome as the engine would have (a retry replays it), runs
+   * the `complete` or `cancel` hook in the same transaction, and audits who and why. Fenced: of
+   * a racing resolve, requeue or second resolve, exactly one wins. Never touches a completed key.
+   * @throws {InvalidRequestError} bad input, or a provider charge id the merchant already
+   * recorded for another charge; nothing written.
+   * @throws {KeyNotResolvableError} the key is not parked (completed, at work, missing); nothing
+   * written.
+   * @throws {StoreUnavailableError} PostgreSQL is out of reach.
+   * An error thrown by your hook passes through unchanged (nothing written, the key stays parked).
+   */
+  resolve(input: ResolveInput): Promise<ResolveResult>;
+  /**
+   * Everything stored about one key: recovery point, canonical request, attempts, lease, last
+   * error, charge row, stored outcome, history and audit trail. Null when there is no such key.
+   * @throws {InvalidRequestError} a malformed merchant, key or operation.
+   * @throws {StoreUnavailableError} PostgreSQL is out of reach.
+   */
+  inspect(target: KeyTarget): Promise<KeyInspection | null>;
+  /**
+   * One page of keys, oldest first, filtered by recovery point, merchant, operation and age;
+   * pass `nextCursor` back as `cursor` for the next page (keyset pagination).
+   * @throws {InvalidRequestError} a bad filter, limit (1–1000) or cursor.
+   * @throws {StoreUnavailableError} PostgreSQL is out of reach.
+   */
+  list(options: ListKeysOptions): Promise<KeyPage>;
   /**
    * Keys parked in `failed`, oldest first, with why: the provider could not answer past
    * `maxAttempts`, refused a provider answer, a lookup that cannot be trusted past the provider's
@@ -97,6 +141,9 @@ const DEFAULTS = {
 /** performance.now(): monotonic, unmoved by wall-clock steps. */
 const MONOTONIC_CLOCK: MonotonicClock = { now: () => performance.now() };
 
+/** How often the unfinished-key gauges may query `status()`: never on every scrape. */
+const KEY_GAUGE_SAMPLE_MS = 15_000;
+
 /** A lost race (the key vanished or was taken between two reads) is retried this many times. */
 const MAX_LOST_RACES = 5;
 
@@ -118,6 +165,10 @@ export function createChargeEngine(options: ChargeEngineOptions): ChargeEngine {
   const resolve = () => {
     if (closed) return Promise.reject(new InvalidConfigurationError('This engine was closed.'));
     return (resolved ??= withStore(() => resolvePool(options.pool))
+      .then(async (pools) => {
+        await observerReady;
+        return pools;
+      })
       .then((pools) => ({
         ...pools,
         group: pools.pg && groupCommit ? createGroupCommit(pools.pg, env.tables) : null,
@@ -129,22 +180,34 @@ export function createChargeEngine(options: ChargeEngineOptions): ChargeEngine {
   };
   env.pools = resolve;
   env.pool = async () => (await resolve()).slonik;
+  // Ready within a turn or two (it loads the OpenTelemetry API); until then nothing is reported.
+  const observerReady = createObserver(options).then((observer) => {
+    env.observer = observer;
+    observer.instruments?.observeKeys(
+      async () => readKeyStatus(await env.pool(), env.tables),
+      KEY_GAUGE_SAMPLE_MS,
+    );
+  });
 
   return {
     processCharge: async (key, request) => {
-      const v = validateChargeRequest(key, request);
-      return processWithPolicy(() => attemptUntilSettled(env, v), env.inProgress, env.clock);
+      let v: ValidatedRequest;
+      try {
+        v = validateChargeRequest(key, request);
+      } catch (error) {
+        env.observer.instruments?.invalid(env.operation);
+        throw error;
+      }
+      return observeCharge(env, { merchantId: v.request.merchantId, key: v.key }, () =>
+        processWithPolicy(() => attemptUntilSettled(env, v), env.inProgress, env.clock),
+      );
     },
     sweep: (sweepOptions) => sweep(env, recovery, sweepOptions),
     reap: (reapOptions) => reap(env, reapOptions),
-    requeue: async (target) =>
-      withStore(async () =>
-        requeueKey(await env.pool(), env.tables, {
-          merchantId: target.merchantId,
-          key: target.key,
-          operation: target.operation ?? env.operation,
-        }),
-      ),
+    requeue: (target) => requeueParkedKey(env, target),
+    resolve: (input) => resolveKey(env, input),
+    inspect: (target) => inspectKey(env, target),
+    list: (listOptions) => listKeys(env, listOptions),
     listStuck: async (listOptions) =>
       withStore(async () =>
         listFailedKeys(await env.pool(), env.tables, listOptions?.limit ?? 100),
@@ -276,6 +339,7 @@ function buildEnv(options: ChargeEngineOptions): EngineEnv {
     hooks: options.hooks ?? {},
     faults: options.faults,
     separateClaim: options.separateClaim ?? false,
+    observer: SILENT_OBSERVER,
   };
 }
 

@@ -1,5 +1,6 @@
 import type { DatabasePool } from 'slonik';
 import type { PaymentProvider } from '../provider/PaymentProvider.js';
+import type { Observer } from '../observability/observer.js';
 import type { StorePools } from '../store/resolvePool.js';
 import type { Tables } from '../store/tables.js';
 import type { ChargeHooks, FaultInjector, InProgressPolicy, MonotonicClock } from './types.js';
@@ -23,4 +24,6 @@ export type EngineEnv = {
   hooks: ChargeHooks;
   faults: FaultInjector | undefined;
   separateClaim: boolean;
+  /** Where events, spans and metrics go (silent until the engine's observer is ready). */
+  observer: Observer;
 };

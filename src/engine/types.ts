@@ -1,5 +1,8 @@
 import type { PoolInput } from '../store/resolvePool.js';
 import type { HookTransaction } from './hookTransaction.js';
+import type { ChargeOnceEvent } from '../observability/events.js';
+import type { EventLogger } from '../observability/eventSink.js';
+import type { TelemetryOptions } from '../observability/observer.js';
 import type { PaymentProvider } from '../provider/PaymentProvider.js';
 import type { ChargeRequest } from '../request.js';
 
@@ -213,6 +216,23 @@ export type ChargeEngineOptions = {
    * @defaultValue `true`
    */
   groupCommit?: boolean;
+  /**
+   * Receives every event (claimed, replayed, conflict, reused, adopted, cancelled, parked,
+   * requeued, resolved, lease_lost, provider_failed, swept, reaped) as it happens. Whatever it
+   * throws (or rejects with) is caught: a handler never breaks a charge.
+   */
+  onEvent?: (event: ChargeOnceEvent) => void;
+  /**
+   * A pino-compatible logger (pino itself, or a child): events are logged at sensible levels
+   * (`parked` an error; `reused`, `lease_lost`, `provider_failed` warnings; recovery work info; the
+   * everyday path debug). A logger that throws never breaks a charge.
+   */
+  logger?: EventLogger;
+  /**
+   * OpenTelemetry spans and metrics, through the global tracer and meter (no-ops until an SDK is
+   * registered) or the ones given here; `false` turns them off.
+   */
+  telemetry?: TelemetryOptions | false;
   /** Crash injection for tests and the chaos harness. Leave unset in production. */
   faults?: FaultInjector;
   /**

@@ -172,4 +172,5 @@ const PROBLEM_TITLES: Record<ChargeOnceErrorCode | 'internal_error', string> = {
   charge_refused: 'Charge refused',
   charge_retries_exhausted: 'Charge retries exhausted',
   charge_aborted: 'Charge aborted',
+  key_not_resolvable: 'Key not resolvable',
 };

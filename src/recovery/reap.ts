@@ -26,6 +26,17 @@ export type ReapOptions = {
  * @throws {StoreUnavailableError} PostgreSQL is out of reach.
  */
 export async function reap(env: EngineEnv, options: ReapOptions = {}): Promise<number> {
+  const startedAt = performance.now();
+  const reaped = await env.observer.span('chargeonce.reap', {}, async (span) => {
+    const count = await reapPass(env, options);
+    span?.setAttribute('chargeonce.reaped', count);
+    return count;
+  });
+  env.observer.event({ type: 'reaped', reaped, durationMs: performance.now() - startedAt });
+  return reaped;
+}
+
+async function reapPass(env: EngineEnv, options: ReapOptions): Promise<number> {
   const limit = options.limit ?? 10_000;
   const batchSize = Math.max(1, Math.min(options.batchSize ?? 1_000, limit));
   const pool = await env.pool();

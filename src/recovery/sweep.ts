@@ -103,6 +103,29 @@ export async function sweep(
   settings: SweepSettings,
   options: SweepOptions = {},
 ): Promise<SweepResult> {
+  const startedAt = performance.now();
+  const result = await env.observer.span(
+    'chargeonce.sweep',
+    { 'chargeonce.operation': env.operation },
+    async (span) => {
+      const swept = await sweepPass(env, settings, options);
+      span?.setAttributes({
+        'chargeonce.sweep.examined': swept.examined,
+        'chargeonce.sweep.adopted': swept.adopted,
+        'chargeonce.sweep.cancelled': swept.cancelled,
+      });
+      return swept;
+    },
+  );
+  env.observer.event({ type: 'swept', result, durationMs: performance.now() - startedAt });
+  return result;
+}
+
+async function sweepPass(
+  env: EngineEnv,
+  settings: SweepSettings,
+  options: SweepOptions,
+): Promise<SweepResult> {
   const limit = options.limit ?? 100;
   const concurrency = Math.max(1, options.concurrency ?? 8);
   // Read before the pick is sent: each picked key's lease is measured from here.
@@ -144,6 +167,7 @@ async function finishKey(
     const parked = await withStore(() =>
       failKey(pool, env.tables, { ...scoped, lockToken: key.lockToken, reason }),
     );
+    if (parked) env.observer.event({ type: 'parked', ...scoped, reason });
     return parked ? 'failed' : 'skipped';
   };
   if (key.recoveryPoint === 'started') {
@@ -176,6 +200,7 @@ async function finishKey(
         providerMayHaveCharged: true,
       },
       settings.onAbandoned === 'complete' ? 'create' : 'cancel',
+      'sweeper',
     );
     switch (source) {
       case 'adopted':

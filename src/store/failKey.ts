@@ -5,8 +5,8 @@ import type { Tables } from './tables.js';
 
 /**
  * Parks an unfinished key in `failed`, with the reason a person will read. Nothing retries it
- * automatically after this (until `requeue`). Fenced by the lock token; returns false when the
- * lease was lost.
+ * automatically after this (until `requeue` or `resolve`). `failed_at` keeps when, for the key's
+ * history. Fenced by the lock token; returns false when the lease was lost.
  */
 export async function failKey(
   db: CommonQueryMethods,
@@ -17,7 +17,7 @@ export async function failKey(
     WITH failed AS (
       UPDATE ${tables.keys}
       SET recovery_point = 'failed', lock_token = NULL, locked_until = NULL,
-        last_error = ${input.reason}, updated_at = now()
+        last_error = ${input.reason}, failed_at = now(), updated_at = now()
       WHERE merchant_id = ${input.merchantId}
         AND operation = ${input.operation}
         AND key = ${input.key}

@@ -35,7 +35,8 @@ export async function listFailedKeys(
   const rows = await db.any(sql.type(failedRow)`
     SELECT merchant_id, operation, key, charge_id::text AS charge_id, attempts, last_error,
       (extract(epoch FROM created_at) * 1000)::float8 AS created_ms,
-      (extract(epoch FROM updated_at) * 1000)::float8 AS updated_ms
+      -- Keys parked before failed_at existed (schema version 4) were last touched when parked.
+      (extract(epoch FROM coalesce(failed_at, updated_at)) * 1000)::float8 AS updated_ms
     FROM ${tables.keys}
     WHERE recovery_point = 'failed'
     ORDER BY updated_at

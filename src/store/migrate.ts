@@ -1,14 +1,17 @@
 import { readdir, readFile } from 'node:fs/promises';
+import { join } from 'node:path';
+import { pathToFileURL } from 'node:url';
 import { z } from 'zod';
 import { sql, type DatabaseTransactionConnection } from 'slonik';
 import { SchemaVersionError } from '../errors.js';
+import { packageRoot } from '../packageRoot.js';
 import { resolvePool, type PoolInput } from './resolvePool.js';
 import { splitSqlStatements } from './splitSqlStatements.js';
 import { tablesIn, DEFAULT_SCHEMA } from './tables.js';
 import { withStore } from './storeErrors.js';
 
 /** Where the numbered migration files live: `migrations/` at the package root. */
-const MIGRATIONS_DIR = new URL('../../migrations/', import.meta.url);
+const migrationsDir = (): URL => pathToFileURL(join(packageRoot(), 'migrations') + '/');
 
 /** One migration file. */
 export type Migration = { version: number; name: string; statements: string[] };
@@ -27,12 +30,13 @@ export type MigrateResult = { applied: number[]; currentVersion: number };
 
 /** Reads `migrations/NNNN_name.sql`, in version order. */
 export async function loadMigrations(): Promise<Migration[]> {
-  const files = (await readdir(MIGRATIONS_DIR)).filter((f) => /^\d{4}_[a-z0-9_]+\.sql$/.test(f));
+  const dir = migrationsDir();
+  const files = (await readdir(dir)).filter((f) => /^\d{4}_[a-z0-9_]+\.sql$/.test(f));
   const migrations = await Promise.all(
     files.map(async (file) => ({
       version: Number(file.slice(0, 4)),
       name: file.slice(5, -4),
-      statements: splitSqlStatements(await readFile(new URL(file, MIGRATIONS_DIR), 'utf8')),
+      statements: splitSqlStatements(await readFile(new URL(file, dir), 'utf8')),
     })),
   );
   return migrations.sort((a, b) => a.version - b.version);

@@ -10,6 +10,8 @@ export type Tables = {
   keys: IdentifierSqlToken;
   charges: IdentifierSqlToken;
   migrations: IdentifierSqlToken;
+  /** The audit trail of what people did to keys (resolve, requeue). */
+  adminActions: IdentifierSqlToken;
 };
 
 const SCHEMA_NAME = /^[a-z_][a-z0-9_]{0,62}$/;
@@ -31,5 +33,6 @@ export function tablesIn(schema: string = DEFAULT_SCHEMA): Tables {
     keys: sql.identifier([schema, 'idempotency_keys']),
     charges: sql.identifier([schema, 'charges']),
     migrations: sql.identifier([schema, 'schema_migrations']),
+    adminActions: sql.identifier([schema, 'admin_actions']),
   };
 }

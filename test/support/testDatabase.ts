@@ -69,7 +69,17 @@ async function createDatabaseFrom(
         // A pool whose connection a test killed (pg_terminate_backend, a restart) may reject while
         // ending: slonik rethrows that connection's last query error. The database goes anyway.
         await pool.end().catch(() => undefined);
-        await pgPool.end().catch(() => undefined);
+        // pg's end() waits for every checked-out client; after a test killed backends mid-
+        // transaction one may never come back. The
+        // database is dropped with FORCE either way, so wait a bounded time and say so.
+        const ended = await Promise.race([
+          pgPool.end().then(
+            () => true,
+            () => true,
+          ),
+          sleep(5_000).then(() => false),
+        ]);
+        if (!ended) console.warn(`test database ${name}: a pg client was not released`);
         await dropDatabase(adminUrl, name);
       })()),
   };

@@ -10,6 +10,7 @@ import {
   IdempotencyKeyReusedError,
   InvalidConfigurationError,
   InvalidRequestError,
+  KeyNotResolvableError,
   ProviderAnswerInvalidError,
   ProviderError,
   ProviderUnavailableError,
@@ -90,6 +91,7 @@ const ONE_OF_EACH = {
   idempotency_key_expired: () =>
     new IdempotencyKeyExpiredError('9b2f6c1e-0000-4000-8000-000000000000'),
   provider_answer_invalid: () => new ProviderAnswerInvalidError('another amount'),
+  key_not_resolvable: () => new KeyNotResolvableError('completed', 'completed'),
 } satisfies Record<ChargeOnceErrorCode, () => ChargeOnceError>;
 
 /**
@@ -105,6 +107,7 @@ function statusOf(code: ChargeOnceErrorCode): number | null {
     case 'method_not_allowed':
       return 405;
     case 'idempotency_key_in_use':
+    case 'key_not_resolvable':
       return 409;
     case 'idempotency_key_expired':
       return 410;

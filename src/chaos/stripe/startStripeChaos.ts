@@ -1,3 +1,6 @@
+import { join } from 'node:path';
+import { pathToFileURL } from 'node:url';
+import { packageRoot } from '../../packageRoot.js';
 import { seededRandom } from '../../provider/seededRandom.js';
 import { mixSeed } from '../chaosOperation.js';
 import {
@@ -90,11 +93,11 @@ export async function startStripeChaos(options: {
   process.env[STRIPE_CHAOS_ENV.ledgerPort] = String(emulator.port);
   process.env[STRIPE_CHAOS_ENV.declineRate] = String(options.declineRate);
   process.env[STRIPE_CHAOS_ENV.requestTimeoutMs] = String(options.requestTimeoutMs);
+  // From the build the provider module is an entry of its own; this module is bundled elsewhere.
   const fromSources = import.meta.url.endsWith('.ts');
-  const module = new URL(
-    fromSources ? './stripeChaosProvider.ts' : './stripeChaosProvider.js',
-    import.meta.url,
-  );
+  const module = fromSources
+    ? new URL('./stripeChaosProvider.ts', import.meta.url)
+    : pathToFileURL(join(packageRoot(), 'dist', 'chaos', 'stripe', 'stripeChaosProvider.js'));
   const opened = proxy;
   return {
     moduleUrl: module.href,

@@ -1,0 +1,58 @@
+import { randomUUID } from 'node:crypto';
+import type { EngineEnv } from '../engine/engineEnv.js';
+import { leaseLost } from '../engine/leaseLost.js';
+import { insertAdminAction } from '../store/insertAdminAction.js';
+import { requeueKey } from '../store/requeueKey.js';
+import { withStore } from '../store/storeErrors.js';
+import { takeParkedKey } from '../store/takeParkedKey.js';
+import { inputIssues, MAX_TEXT, readTarget } from './adminInput.js';
+import type { RequeueTarget } from './types.js';
+
+/**
+ * Puts a key parked in `failed` back for the sweeper and client retries: `engine.requeue`. Taken
+ * with a fresh lock token by the statement that checks it is parked, audited (with `actor` and
+ * `reason` when given) and requeued in one transaction, so a racing resolve or second requeue
+ * cannot both win. Returns false when no parked key matched.
+ *
+ * @throws {InvalidRequestError} a malformed merchant, key, operation, actor or reason; nothing
+ * written.
+ * @throws {StoreUnavailableError} PostgreSQL is out of reach.
+ */
+export async function requeueParkedKey(env: EngineEnv, target: RequeueTarget): Promise<boolean> {
+  const issues = inputIssues();
+  const scoped = readTarget(issues, target, env.operation);
+  const t = (typeof target === 'object' && target !== null ? target : {}) as Record<
+    string,
+    unknown
+  >;
+  const actor = issues.text('actor', t.actor, MAX_TEXT.actor, false) ? t.actor : null;
+  const reason = issues.text('reason', t.reason, MAX_TEXT.reason, false) ? t.reason : null;
+  issues.done();
+  const lockToken = randomUUID();
+  const pool = await env.pool();
+  const requeued = await withStore(() =>
+    pool.transaction(async (tx) => {
+      const parked = await takeParkedKey(tx, env.tables, {
+        ...scoped,
+        lockToken,
+        leaseMs: env.leaseMs,
+      });
+      if (!parked) return false;
+      const audit = await insertAdminAction(tx, env.tables, {
+        ...scoped,
+        lockToken,
+        action: 'requeue',
+        // Where requeueKey sends it: back to `reserved` when the intent exists.
+        result: parked.providerKey === null ? 'started' : 'reserved',
+        actor,
+        reason,
+        providerChargeId: null,
+        declineCode: null,
+      });
+      if (!audit || !(await requeueKey(tx, env.tables, scoped))) throw leaseLost();
+      return true;
+    }),
+  );
+  if (requeued) env.observer.event({ type: 'requeued', ...scoped, by: actor });
+  return requeued;
+}

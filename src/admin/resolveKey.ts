@@ -1,0 +1,224 @@
+import { randomUUID } from 'node:crypto';
+import type { DatabaseTransactionConnection } from 'slonik';
+import { chargeBody, HTTP_STATUS } from '../engine/chargeBody.js';
+import type { EngineEnv } from '../engine/engineEnv.js';
+import { hookTransaction } from '../engine/hookTransaction.js';
+import { leaseLost } from '../engine/leaseLost.js';
+import type { ChargeOutcome } from '../engine/types.js';
+import { InvalidRequestError } from '../errors.js';
+import { validateChargeRequest, type ChargeRequest } from '../request.js';
+import type { CompletionInput } from '../store/completeKey.js';
+import { completeParkedKey } from '../store/completeParkedKey.js';
+import { findKey } from '../store/findKey.js';
+import { insertAdminAction } from '../store/insertAdminAction.js';
+import type { ScopedKey } from '../store/keyState.js';
+import { withStore } from '../store/storeErrors.js';
+import type { Tables } from '../store/tables.js';
+import { takeParkedKey } from '../store/takeParkedKey.js';
+import { inputIssues, MAX_TEXT, readTarget } from './adminInput.js';
+import { KeyNotResolvableError } from './KeyNotResolvableError.js';
+import type { ResolveInput, ResolveResult } from './types.js';
+
+const OUTCOMES = ['succeeded', 'declined', 'cancelled'] as const;
+type Resolution = (typeof OUTCOMES)[number];
+
+/**
+ * Completes a key parked in `failed` with the outcome a person found at the provider:
+ * `engine.resolve`. One transaction: the key is taken with a fresh lock token by the statement
+ * that checks it is parked (so of a racing resolve, requeue or second resolve one wins and the
+ * others are refused), the action is audited, the outcome is stored as the engine stores its own
+ * (the same body, status and charge row), and the caller's `complete` hook (succeeded, declined)
+ * or `cancel` hook (cancelled) runs after the fenced write, as in the engine's own completion.
+ * The `complete` hook is told `adopted: true`: the charge was found, not made, by this call.
+ * A hook that throws rolls it all back (the key stays parked) and its error passes through.
+ *
+ * @throws {InvalidRequestError} bad input (an outcome without its provider charge id, a decline
+ * code on a success, no actor or reason), or a provider charge id already recorded for another
+ * charge of the merchant; nothing written.
+ * @throws {KeyNotResolvableError} the key is not parked (completed, at work, missing, or parked
+ * before its intent); nothing written.
+ * @throws {StoreUnavailableError} PostgreSQL is out of reach.
+ */
+export async function resolveKey(env: EngineEnv, input: ResolveInput): Promise<ResolveResult> {
+  const resolution = readResolveInput(input, env.operation);
+  const { scoped } = resolution;
+  const lockToken = randomUUID();
+  const pool = await env.pool();
+  const resolved = await withStore(() =>
+    pool.transaction(async (tx) => {
+      const parked = await takeParkedKey(tx, env.tables, {
+        ...scoped,
+        lockToken,
+        leaseMs: env.leaseMs,
+      });
+      if (!parked) throw await refusal(tx, env.tables, scoped);
+      if (parked.providerKey === null)
+        throw new KeyNotResolvableError('no_charge_intent', 'failed');
+      const request = storedRequest(scoped.key, parked.request);
+      const { outcome: status, providerChargeId, declineCode } = resolution;
+      const completion: CompletionInput = {
+        ...scoped,
+        lockToken,
+        chargeStatus: status,
+        providerChargeId,
+        declineCode,
+        responseStatus: HTTP_STATUS[status],
+        responseBody: chargeBody({
+          chargeId: parked.chargeId,
+          status,
+          request,
+          providerChargeId,
+          declineCode,
+        }),
+      };
+      // Audited first, while the key is still parked: the row records the park it ends.
+      const audit = await insertAdminAction(tx, env.tables, {
+        ...scoped,
+        lockToken,
+        action: 'resolve',
+        result: status,
+        actor: resolution.actor,
+        reason: resolution.reason,
+        providerChargeId,
+        declineCode,
+      });
+      if (!audit || !(await complete(tx, env.tables, completion))) throw leaseLost();
+      const context = {
+        ...scoped,
+        chargeId: parked.chargeId,
+        providerKey: parked.providerKey,
+        request,
+      };
+      if (status === 'cancelled') {
+        await env.hooks.cancel?.(hookTransaction(tx), context);
+      } else if (providerChargeId !== null) {
+        await env.hooks.complete?.(hookTransaction(tx), {
+          ...context,
+          status,
+          providerChargeId,
+          declineCode,
+          adopted: true,
+        });
+      }
+      const outcome: ChargeOutcome = {
+        status,
+        httpStatus: completion.responseStatus,
+        body: completion.responseBody,
+        replayed: false,
+        chargeId: parked.chargeId,
+        providerChargeId,
+      };
+      return { outcome, audit };
+    }),
+  );
+  // After the commit: what a person did to a parked key is reported once it holds.
+  env.observer.event({
+    type: 'resolved',
+    ...scoped,
+    resolution: resolved.outcome.status,
+    by: resolution.actor,
+  });
+  return resolved;
+}
+
+type CheckedResolve = {
+  scoped: ScopedKey;
+  outcome: Resolution;
+  providerChargeId: string | null;
+  declineCode: string | null;
+  actor: string;
+  reason: string;
+};
+
+/** @throws {InvalidRequestError} naming every bad field. */
+function readResolveInput(input: ResolveInput, defaultOperation: string): CheckedResolve {
+  const issues = inputIssues();
+  const scoped = readTarget(issues, input, defaultOperation);
+  const i = (typeof input === 'object' && input !== null ? input : {}) as Record<string, unknown>;
+  const outcome = i.outcome as Resolution;
+  if (!(OUTCOMES as readonly unknown[]).includes(outcome)) {
+    issues.add('outcome', `must be one of ${OUTCOMES.join(', ')}`);
+  }
+  if (outcome === 'cancelled') {
+    if (i.providerChargeId !== undefined) {
+      issues.add('providerChargeId', 'is for succeeded and declined: a cancelled charge has none');
+    }
+  } else if (outcome === 'succeeded' || outcome === 'declined') {
+    // The stored body and the complete hook carry the provider's charge, as the engine's do.
+    issues.text('providerChargeId', i.providerChargeId, MAX_TEXT.id, true);
+  }
+  if (i.declineCode !== undefined) {
+    if (outcome === 'declined') issues.text('declineCode', i.declineCode, MAX_TEXT.id, false);
+    else issues.add('declineCode', 'is for declined only');
+  }
+  issues.text('actor', i.actor, MAX_TEXT.actor, true);
+  issues.text('reason', i.reason, MAX_TEXT.reason, true);
+  issues.done();
+  return {
+    scoped,
+    outcome,
+    providerChargeId: outcome === 'cancelled' ? null : (i.providerChargeId as string),
+    declineCode: outcome === 'declined' ? ((i.declineCode as string | undefined) ?? null) : null,
+    actor: i.actor as string,
+    reason: i.reason as string,
+  };
+}
+
+/** Why the key could not be taken: where it is now. */
+async function refusal(
+  tx: DatabaseTransactionConnection,
+  tables: Tables,
+  scoped: ScopedKey,
+): Promise<KeyNotResolvableError> {
+  const state = await findKey(tx, tables, scoped);
+  if (!state) return new KeyNotResolvableError('no_such_key', null);
+  const point = state.recoveryPoint;
+  if (point === 'completed' || point === 'expired') {
+    return new KeyNotResolvableError('completed', point);
+  }
+  return new KeyNotResolvableError('not_parked', point);
+}
+
+/** The request the key was claimed with, as the sweeper reads it to finish a charge. */
+function storedRequest(key: string, text: string): ChargeRequest {
+  try {
+    return validateChargeRequest(key, JSON.parse(text)).request;
+  } catch (error) {
+    throw new KeyNotResolvableError('request_unreadable', 'failed', { cause: error });
+  }
+}
+
+/**
+ * The fenced completion; a provider charge id the merchant already recorded for another charge
+ * (the unique index refuses it) is the person's mistake, said as such.
+ */
+async function complete(
+  tx: DatabaseTransactionConnection,
+  tables: Tables,
+  completion: CompletionInput,
+): Promise<boolean> {
+  try {
+    return await completeParkedKey(tx, tables, completion);
+  } catch (error) {
+    if (!isDuplicateProviderChargeId(error)) throw error;
+    throw new InvalidRequestError(
+      [
+        {
+          field: 'providerChargeId',
+          message: 'is already recorded for another charge of this merchant',
+        },
+      ],
+      { cause: error },
+    );
+  }
+}
+
+function isDuplicateProviderChargeId(error: unknown): boolean {
+  for (let e: unknown = error; e instanceof Error; e = e.cause) {
+    const fields = e as { code?: unknown; constraint?: unknown };
+    if (fields.code === '23505' && fields.constraint === 'charges_provider_charge_id_key') {
+      return true;
+    }
+  }
+  return false;
+}

@@ -1,0 +1,113 @@
+import type { KeyInspection, KeySummary } from '../admin/types.js';
+
+/** How a command's lines look: aligned tables for a person at a terminal, plain lines for a pipe. */
+export type Rendering = { tty: boolean; columns: number };
+
+const NONE = '-';
+
+/** A timestamp to the millisecond, in UTC. */
+function time(date: Date | null): string {
+  return date === null ? NONE : date.toISOString();
+}
+
+/** One line of a value that may hold newlines (an error message, a reason). */
+function oneLine(text: string | null): string {
+  return text === null ? NONE : text.replace(/\s+/g, ' ');
+}
+
+/**
+ * Rows as an aligned table under a header, each line cut to the terminal's width; the last
+ * column takes what is left.
+ */
+export function renderTable(header: string[], rows: string[][], columns: number): string[] {
+  const widths = header.map((title, i) =>
+    Math.max(title.length, ...rows.map((row) => (row[i] ?? '').length)),
+  );
+  const line = (cells: string[]) =>
+    cells
+      .map((cell, i) => (i === cells.length - 1 ? cell : cell.padEnd(widths[i] ?? 0)))
+      .join('  ')
+      .slice(0, Math.max(20, columns))
+      .trimEnd();
+  return [line(header), ...rows.map(line)];
+}
+
+const LIST_HEADER = [
+  'CREATED',
+  'MERCHANT',
+  'OPERATION',
+  'KEY',
+  'POINT',
+  'ATTEMPTS',
+  'CHARGE',
+  'LEASE',
+  'LAST ERROR',
+];
+
+function listCells(key: KeySummary): string[] {
+  return [
+    time(key.createdAt),
+    key.merchantId,
+    key.operation,
+    key.key,
+    key.recoveryPoint,
+    String(key.attempts),
+    key.chargeStatus ?? NONE,
+    key.leaseHeld ? 'held' : NONE,
+    oneLine(key.lastError),
+  ];
+}
+
+/**
+ * `list`'s keys: a table on a terminal; on a pipe one key per line, its fields separated by tabs
+ * (no header, so `wc -l`, `cut` and `awk` see keys only).
+ */
+export function renderKeyList(keys: readonly KeySummary[], rendering: Rendering): string[] {
+  if (!rendering.tty) return keys.map((key) => listCells(key).join('\t'));
+  if (keys.length === 0) return ['no keys'];
+  return renderTable(LIST_HEADER, keys.map(listCells), rendering.columns);
+}
+
+/** `inspect`'s report: labelled lines (aligned on a terminal), then history and audit trail. */
+export function renderInspection(found: KeyInspection, rendering: Rendering): string[] {
+  const { charge, lease, outcome } = found;
+  const fields: Array<[string, string]> = [
+    ['key', `${found.merchantId} ${found.operation} ${found.key}`],
+    ['recovery point', found.recoveryPoint],
+    ['attempts', String(found.attempts)],
+    [
+      'lease',
+      lease.held ? `held, ${lease.remainingMs} ms left (until ${time(lease.until)})` : 'not held',
+    ],
+    ['last error', oneLine(found.lastError)],
+    ['request', found.request === null ? NONE : JSON.stringify(found.request)],
+    ['request hash', found.requestHash],
+    ['charge', charge === null ? NONE : `${charge.id} ${charge.status}`],
+  ];
+  if (charge) {
+    fields.push(
+      ['amount', `${charge.amountMinor} ${charge.currency} (customer ${charge.customerId})`],
+      ['provider key', charge.providerKey],
+      ['provider charge', charge.providerChargeId ?? NONE],
+      ['decline code', charge.declineCode ?? NONE],
+    );
+  }
+  fields.push(['outcome', outcome === null ? NONE : `HTTP ${outcome.httpStatus} ${outcome.body}`]);
+  const width = rendering.tty ? Math.max(...fields.map(([label]) => label.length)) + 2 : 0;
+  const label = (name: string) => (rendering.tty ? name.padEnd(width) : `${name}: `);
+  const lines = fields.map(([name, value]) => `${label(name)}${value}`);
+  const history = found.history.map(
+    (step) =>
+      `${time(step.at)}  ${step.event}${step.detail === null ? '' : `  ${oneLine(step.detail)}`}`,
+  );
+  const audit = found.audit.map((entry) => {
+    const provider =
+      entry.providerChargeId === null ? '' : ` (provider charge ${entry.providerChargeId})`;
+    return `${time(entry.at)}  ${entry.action} ${entry.result}${provider} by ${entry.actor ?? NONE}: ${oneLine(entry.reason)}`;
+  });
+  const section = (title: string, items: string[]) =>
+    rendering.tty
+      ? ['', title, ...(items.length === 0 ? ['  none'] : items.map((item) => `  ${item}`))]
+      : items.map((item) => `${title}: ${item}`);
+  return [...lines, ...section('history', history), ...section('audit', audit)];
+}

@@ -1,0 +1,77 @@
+import { parseArgs, type ParseArgsConfig } from 'node:util';
+
+/**
+ * The command line was wrong: `cli.ts` prints the message with where to find the usage, and
+ * exits 1. Nothing ran.
+ */
+export class UsageError extends Error {
+  /** The usage to point at: `chargeonce --help`, or `chargeonce chaos --help`. */
+  readonly helpCommand: string;
+
+  constructor(message: string, command: string | undefined) {
+    super(message);
+    this.name = 'UsageError';
+    this.helpCommand = command ? `chargeonce ${command} --help` : 'chargeonce --help';
+  }
+}
+
+type Options = NonNullable<ParseArgsConfig['options']>;
+
+/**
+ * `parseArgs`, strict, whose refusals say in plain words what was wrong ("unknown option
+ * --verbose") instead of the parser's text. Every command parses its arguments with it.
+ *
+ * @param how.command the command whose options these are, named in the usage hint
+ * (`chargeonce <command> --help`); none for the top level
+ * @param how.allowPositionals whether bare arguments are taken (the top level's command name)
+ * @throws {UsageError} an unknown option, a missing or unexpected value, an unexpected argument.
+ */
+export function parseCommandArgs<T extends Options>(
+  args: string[],
+  options: T,
+  how: { command?: string; allowPositionals?: boolean } = {},
+) {
+  const allowPositionals = how.allowPositionals ?? false;
+  try {
+    return parseArgs({ args, options, strict: true, allowPositionals });
+  } catch (error) {
+    if (!isParseArgsError(error)) throw error;
+    throw new UsageError(describe(error, args, options, allowPositionals), how.command);
+  }
+}
+
+function isParseArgsError(error: unknown): error is Error & { code: string } {
+  const code = (error as { code?: unknown } | null)?.code;
+  return error instanceof Error && typeof code === 'string' && code.startsWith('ERR_PARSE_ARGS_');
+}
+
+/** The first thing wrong with `args`, found again on the parser's tokens. */
+function describe(error: Error, args: string[], options: Options, allowPositionals: boolean) {
+  const { tokens } = parseArgs({
+    args,
+    options,
+    strict: false,
+    allowPositionals: true,
+    tokens: true,
+  });
+  for (const token of tokens) {
+    if (token.kind === 'positional' && !allowPositionals) {
+      return `unexpected argument '${token.value}'`;
+    }
+    if (token.kind !== 'option') continue;
+    const option = options[token.name];
+    if (option === undefined) return `unknown option ${token.rawName}`;
+    const flag = `--${token.name}`;
+    if (option.type === 'boolean' && token.value !== undefined) {
+      return `option ${flag} takes no value`;
+    }
+    if (
+      option.type === 'string' &&
+      (token.value === undefined || (!token.inlineValue && token.value.startsWith('-')))
+    ) {
+      return `option ${flag} needs a value (${flag}=VALUE for one that starts with a dash)`;
+    }
+  }
+  // A refusal the tokens do not explain: the parser's own first line.
+  return error.message.split('\n')[0] ?? error.message;
+}

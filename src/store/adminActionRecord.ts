@@ -1,0 +1,69 @@
+import { z } from 'zod';
+import { sql, type FragmentSqlToken } from 'slonik';
+
+/** What a person did to a key: `resolve` it with an outcome, or `requeue` it for the sweeper. */
+export type AdminActionKind = 'resolve' | 'requeue';
+
+/** One row of the audit trail, as the engine sees it. */
+export type AdminActionRecord = {
+  /** Increases with every action recorded, across keys: the audit trail's own order. */
+  id: string;
+  at: Date;
+  action: AdminActionKind;
+  /**
+   * `resolve`: the outcome stored (`succeeded`, `declined`, `cancelled`). `requeue`: the recovery
+   * point the key went back to (`reserved`, or `started` when it had no charge intent).
+   */
+  result: string;
+  /** Who, as given (`--actor`); null for a requeue called without one. */
+  actor: string | null;
+  /** Why, as given (`--reason`); null for a requeue called without one. */
+  reason: string | null;
+  /** The local charge of the key when the action was taken. */
+  chargeId: string;
+  providerChargeId: string | null;
+  declineCode: string | null;
+  /** When the key had been parked, and why: the park this action ended. */
+  parkedAt: Date | null;
+  parkedReason: string | null;
+};
+
+/** The columns {@link toAdminActionRecord} reads, checked at the boundary. */
+export const adminActionRow = z.object({
+  id: z.string(),
+  at_ms: z.number(),
+  action: z.enum(['resolve', 'requeue']),
+  result: z.string(),
+  actor: z.string().nullable(),
+  reason: z.string().nullable(),
+  charge_id: z.string(),
+  provider_charge_id: z.string().nullable(),
+  decline_code: z.string().nullable(),
+  parked_at_ms: z.number().nullable(),
+  parked_reason: z.string().nullable(),
+});
+
+/** The select list of {@link adminActionRow} over `admin_actions a`. */
+export const adminActionColumns: FragmentSqlToken = sql.fragment`
+  a.id::text AS id,
+  (extract(epoch FROM a.created_at) * 1000)::float8 AS at_ms,
+  a.action, a.result, a.actor, a.reason, a.charge_id::text AS charge_id, a.provider_charge_id,
+  a.decline_code,
+  (extract(epoch FROM a.parked_at) * 1000)::float8 AS parked_at_ms,
+  a.parked_reason`;
+
+export function toAdminActionRecord(row: z.infer<typeof adminActionRow>): AdminActionRecord {
+  return {
+    id: row.id,
+    at: new Date(row.at_ms),
+    action: row.action,
+    result: row.result,
+    actor: row.actor,
+    reason: row.reason,
+    chargeId: row.charge_id,
+    providerChargeId: row.provider_charge_id,
+    declineCode: row.decline_code,
+    parkedAt: row.parked_at_ms === null ? null : new Date(row.parked_at_ms),
+    parkedReason: row.parked_reason,
+  };
+}

@@ -1,0 +1,339 @@
+import { execFile } from 'node:child_process';
+import { randomUUID } from 'node:crypto';
+import { mkdtemp, rm, writeFile } from 'node:fs/promises';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+import { promisify } from 'node:util';
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { sql } from 'slonik';
+import { z } from 'zod';
+import { failKey } from '../../src/store/failKey.js';
+import { renderInspection, renderKeyList } from '../../src/cli/adminRender.js';
+import type { KeyInspection, KeyPage } from '../../src/index.js';
+import {
+  createEmptyDatabase,
+  createTestDatabase,
+  type TestDatabase,
+} from '../support/testDatabase.js';
+import { aRequest, seedAbandonedKeys } from '../support/charges.js';
+
+const run = promisify(execFile);
+let db: TestDatabase;
+let dir: string;
+let providerModule: string;
+
+beforeAll(async () => {
+  db = await createTestDatabase();
+  await db.pool.query(sql.unsafe`CREATE TABLE hook_log (key text NOT NULL, kind text NOT NULL)`);
+  // What `sweep --provider` loads: a provider and the hooks that go with it.
+  dir = await mkdtemp(join(tmpdir(), 'chargeonce-cli-admin-'));
+  providerModule = join(dir, 'provider.mjs');
+  await writeFile(
+    providerModule,
+    `export default () => ({
+  createCharge: () => Promise.reject(new Error('not here')),
+  findCharge: () => Promise.resolve(null),
+});
+export const hooks = {
+  complete: (tx, ctx) => tx.query('INSERT INTO hook_log (key, kind) VALUES ($1, $2)', [ctx.key, ctx.status]),
+  cancel: (tx, ctx) => tx.query('INSERT INTO hook_log (key, kind) VALUES ($1, $2)', [ctx.key, 'cancelled']),
+};
+`,
+  );
+});
+afterAll(async () => {
+  await db.drop();
+  await rm(dir, { recursive: true, force: true });
+});
+
+type Result = { code: number; stdout: string; stderr: string };
+
+/** Runs the command against the test database; resolves whatever its exit code. */
+async function cli(...args: string[]): Promise<Result> {
+  return run(process.execPath, ['--import', 'tsx', 'src/cli.ts', ...args], {
+    env: { ...process.env, DATABASE_URL: db.url },
+  }).then(
+    ({ stdout, stderr }) => ({ code: 0, stdout, stderr }),
+    (error: Result) => error,
+  );
+}
+
+async function parkedKeys(merchantId: string, count: number) {
+  const seeds = await seedAbandonedKeys(db.pool, db.tables, count, aRequest({ merchantId }));
+  await db.pool.query(sql.unsafe`
+    UPDATE ${db.tables.keys} SET lock_token = NULL WHERE merchant_id = ${merchantId}`);
+  for (const seed of seeds) {
+    const scoped = { merchantId, operation: 'charge', key: seed.key };
+    expect(
+      await failKey(db.pool, db.tables, { ...scoped, lockToken: randomUUID(), reason: 'stuck' }),
+    ).toBe(true);
+  }
+  return seeds;
+}
+
+async function hooksRun(key: string): Promise<readonly string[]> {
+  return db.pool.anyFirst(sql.type(z.object({ kind: z.string() }))`
+    SELECT kind FROM hook_log WHERE key = ${key}`);
+}
+
+describe('chargeonce migrate', () => {
+  it('migrates an empty database, then has nothing left to do', async () => {
+    const empty = await createEmptyDatabase();
+    try {
+      const url = ['--database-url', empty.url];
+      const first = await cli('migrate', ...url, '--json');
+      const again = await cli('migrate', ...url);
+
+      expect(first.code).toBe(0);
+      const result = JSON.parse(first.stdout) as { applied: number[]; currentVersion: number };
+      expect(result.applied).toContain(4);
+      expect(result.currentVersion).toBe(result.applied.at(-1));
+      expect(again.stdout.trim()).toBe(`schema at version ${result.currentVersion}; applied: none`);
+    } finally {
+      await empty.drop();
+    }
+  });
+});
+
+describe('chargeonce inspect, list, resolve, requeue', () => {
+  it('inspect: JSON, plain lines when piped, exit 1 for no such key', async () => {
+    const merchantId = 'm_cli_inspect';
+    const [seed] = await parkedKeys(merchantId, 1);
+
+    const json = await cli('inspect', '--merchant', merchantId, '--key', seed!.key, '--json');
+    const plain = await cli('inspect', '--merchant', merchantId, '--key', seed!.key);
+    const missing = await cli('inspect', '--merchant', merchantId, '--key', 'nope');
+
+    const found = JSON.parse(json.stdout) as KeyInspection;
+    expect(found).toMatchObject({ recoveryPoint: 'failed', lastError: 'stuck', key: seed!.key });
+    expect(found.history.map((step) => step.event)).toEqual(['claimed', 'reserved', 'parked']);
+    const lines = plain.stdout.trimEnd().split('\n');
+    expect(lines).toContain('recovery point: failed');
+    expect(lines).toContain('last error: stuck');
+    expect(lines.filter((line) => line.startsWith('history: '))).toHaveLength(3);
+    expect(plain.stdout).not.toContain('\x1b');
+    expect(missing).toMatchObject({ code: 1, stdout: `no such key: ${merchantId} nope\n` });
+  });
+
+  it('list: pages through the keys by cursor; piped, one key per line and the cursor on stderr', async () => {
+    const merchantId = 'm_cli_list';
+    const seeds = await seedAbandonedKeys(db.pool, db.tables, 5, aRequest({ merchantId }));
+    const filter = ['--merchant', merchantId, '--point', 'reserved', '--limit', '2'];
+
+    const seen: string[] = [];
+    let cursor: string | null = null;
+    let pages = 0;
+    do {
+      const page = await cli('list', ...filter, '--json', ...(cursor ? ['--cursor', cursor] : []));
+      const parsed = JSON.parse(page.stdout) as KeyPage;
+      seen.push(...parsed.keys.map((k) => k.key));
+      cursor = parsed.nextCursor;
+      pages += 1;
+    } while (cursor !== null);
+    const piped = await cli('list', ...filter);
+    const all = await cli('list', ...filter, '--all');
+
+    expect(pages).toBe(3);
+    expect(seen.sort()).toEqual(seeds.map((s) => s.key).sort());
+    const lines = piped.stdout.trimEnd().split('\n');
+    expect(lines).toHaveLength(2);
+    expect(lines[0]!.split('\t')).toHaveLength(9);
+    expect(lines[0]!.split('\t').slice(1, 5)).toEqual([
+      merchantId,
+      'charge',
+      expect.any(String),
+      'reserved',
+    ]);
+    expect(piped.stderr).toMatch(/^more keys: --cursor [A-Za-z0-9_-]+\n$/);
+    expect(all.stdout.trimEnd().split('\n')).toHaveLength(5);
+    expect(all.stderr).toBe('');
+  });
+
+  it('resolve: runs the hooks of --provider, prints the outcome, refuses a second time', async () => {
+    const merchantId = 'm_cli_resolve';
+    const [succeeded, cancelled] = await parkedKeys(merchantId, 2);
+    const resolve = (key: string, ...extra: string[]) =>
+      cli(
+        'resolve',
+        '--merchant',
+        merchantId,
+        '--key',
+        key,
+        '--actor',
+        'ada',
+        '--reason',
+        'dashboard',
+        ...extra,
+      );
+
+    const first = await resolve(
+      succeeded!.key,
+      '--outcome',
+      'succeeded',
+      '--provider-charge-id',
+      'ch_cli',
+      '--provider',
+      providerModule,
+      '--json',
+    );
+    const plain = await resolve(
+      cancelled!.key,
+      '--outcome',
+      'cancelled',
+      '--provider',
+      providerModule,
+    );
+    const second = await resolve(succeeded!.key, '--outcome', 'cancelled', '--no-hooks');
+
+    expect(first.code).toBe(0);
+    expect(JSON.parse(first.stdout)).toMatchObject({
+      outcome: { status: 'succeeded', httpStatus: 201, providerChargeId: 'ch_cli' },
+      audit: { action: 'resolve', actor: 'ada', reason: 'dashboard' },
+    });
+    expect(await hooksRun(succeeded!.key)).toEqual(['succeeded']);
+    expect(plain.stdout).toMatch(
+      new RegExp(
+        `^resolved: ${merchantId} ${cancelled!.key} cancelled \\(HTTP 410, charge [0-9a-f-]{36}\\) by ada\\n$`,
+      ),
+    );
+    expect(await hooksRun(cancelled!.key)).toEqual(['cancelled']);
+    expect(second.code).toBe(1);
+    expect(second.stderr).toContain('key_not_resolvable');
+    expect(second.stderr).toContain('completed');
+  });
+
+  it('resolve: says what is missing, and runs nothing without --provider or --no-hooks', async () => {
+    const merchantId = 'm_cli_resolve_usage';
+    const [seed] = await parkedKeys(merchantId, 1);
+    const base = ['resolve', '--merchant', merchantId, '--key', seed!.key];
+
+    const noHooks = await cli(...base, '--outcome', 'cancelled', '--actor', 'a', '--reason', 'r');
+    const noActor = await cli(...base, '--outcome', 'cancelled', '--no-hooks', '--reason', 'r');
+    const noChargeId = await cli(
+      ...base,
+      '--outcome',
+      'succeeded',
+      '--no-hooks',
+      '--actor',
+      'a',
+      '--reason',
+      'r',
+    );
+
+    expect(noHooks.code).toBe(1);
+    expect(noHooks.stderr).toContain('--no-hooks');
+    expect(noHooks.stderr).toContain("Run 'chargeonce resolve --help' for usage.");
+    expect(noActor.stderr).toContain('resolve needs --actor');
+    expect(noChargeId.code).toBe(1);
+    expect(noChargeId.stderr).toContain('invalid_request');
+    expect(noChargeId.stderr).toContain('providerChargeId');
+    const inspected = JSON.parse(
+      (await cli('inspect', '--merchant', merchantId, '--key', seed!.key, '--json')).stdout,
+    ) as KeyInspection;
+    expect(inspected.recoveryPoint).toBe('failed');
+    expect(inspected.audit).toEqual([]);
+  });
+
+  it('requeue --actor --reason: requeued and audited; exit 1 when nothing is parked', async () => {
+    const merchantId = 'm_cli_requeue_audit';
+    const [seed] = await parkedKeys(merchantId, 1);
+    const requeue = () =>
+      cli(
+        'requeue',
+        '--merchant',
+        merchantId,
+        '--key',
+        seed!.key,
+        '--actor',
+        'grace',
+        '--reason',
+        'provider is back',
+      );
+
+    const first = await requeue();
+    const again = await requeue();
+
+    expect(first).toMatchObject({ code: 0, stdout: `requeued: ${merchantId} ${seed!.key}\n` });
+    expect(again.code).toBe(1);
+    expect(again.stdout).toContain('not requeued');
+    const inspected = JSON.parse(
+      (await cli('inspect', '--merchant', merchantId, '--key', seed!.key, '--json')).stdout,
+    ) as KeyInspection;
+    expect(inspected.audit).toMatchObject([
+      { action: 'requeue', actor: 'grace', reason: 'provider is back', result: 'reserved' },
+    ]);
+  });
+
+  it('refuses an option the command does not take, and prints each command its help', async () => {
+    const wrong = await cli('inspect', '--merchant', 'm', '--key', 'k', '--point', 'failed');
+    const help = await cli('list', '--help');
+
+    expect(wrong).toMatchObject({
+      code: 1,
+      stderr: "chargeonce: inspect takes no --point\nRun 'chargeonce inspect --help' for usage.\n",
+    });
+    expect(help.code).toBe(0);
+    expect(help.stdout).toMatch(/^Usage: chargeonce list/);
+    expect(help.stdout).toContain('--older-than-ms');
+  });
+});
+
+describe('on a terminal', () => {
+  const at = new Date('2025-01-02T03:04:05.678Z');
+
+  it('list is an aligned table with a header', () => {
+    const key = {
+      merchantId: 'm_1',
+      operation: 'charge',
+      key: 'k-1',
+      recoveryPoint: 'failed' as const,
+      chargeId: 'c',
+      chargeStatus: 'reserved' as const,
+      attempts: 6,
+      leaseHeld: false,
+      lastError: 'the provider\ncould not answer',
+      responseStatus: null,
+      createdAt: at,
+      updatedAt: at,
+    };
+    const lines = renderKeyList([key, { ...key, key: 'a-much-longer-key' }], {
+      tty: true,
+      columns: 200,
+    });
+
+    expect(lines).toHaveLength(3);
+    expect(lines[0]).toMatch(/^CREATED\s+MERCHANT\s+OPERATION\s+KEY\s+POINT/);
+    expect(lines[1]!.indexOf('failed')).toBe(lines[2]!.indexOf('failed'));
+    expect(lines[1]).toContain('the provider could not answer');
+    expect(renderKeyList([], { tty: true, columns: 80 })).toEqual(['no keys']);
+    expect(renderKeyList([key], { tty: true, columns: 40 })[1]).toHaveLength(40);
+  });
+
+  it('inspect aligns its labels and sets history and audit apart', () => {
+    const found: KeyInspection = {
+      merchantId: 'm_1',
+      operation: 'charge',
+      key: 'k-1',
+      recoveryPoint: 'completed',
+      request: { amountMinor: 2000 },
+      requestHash: 'h',
+      attempts: 2,
+      lease: { held: false, remainingMs: 0, until: null },
+      lastError: null,
+      charge: null,
+      outcome: { httpStatus: 410, body: '{}' },
+      createdAt: at,
+      updatedAt: at,
+      completedAt: at,
+      failedAt: null,
+      history: [{ at, event: 'claimed', detail: null }],
+      audit: [],
+    };
+    const lines = renderInspection(found, { tty: true, columns: 120 });
+
+    expect(lines[0]).toMatch(/^key {13}m_1 charge k-1$/);
+    expect(lines).toContain('history');
+    expect(lines).toContain(`  ${at.toISOString()}  claimed`);
+    expect(lines.slice(-2)).toEqual(['audit', '  none']);
+  });
+});

@@ -1,0 +1,54 @@
+import { execFile } from 'node:child_process';
+import { readFile } from 'node:fs/promises';
+import { promisify } from 'node:util';
+import { describe, expect, it } from 'vitest';
+
+const run = promisify(execFile);
+
+/** Runs the command; resolves with its exit code and output, whatever the code. */
+async function cli(...args: string[]) {
+  return run(process.execPath, ['--import', 'tsx', 'src/cli.ts', ...args], {
+    env: { ...process.env, DATABASE_URL: '' },
+  }).then(
+    ({ stdout, stderr }) => ({ code: 0, stdout, stderr }),
+    (error: { code: number; stdout: string; stderr: string }) => error,
+  );
+}
+
+const { version } = JSON.parse(await readFile('package.json', 'utf8')) as { version: string };
+
+describe('chargeonce command line', () => {
+  it.each(['--version', '-v'])('%s prints the package version', async (flag) => {
+    const result = await cli(flag);
+    expect(result).toMatchObject({ code: 0, stdout: `${version}\n`, stderr: '' });
+  });
+
+  it.each(['--help', '-h'])('%s prints the usage and exits 0', async (flag) => {
+    const result = await cli(flag);
+    expect(result.code).toBe(0);
+    expect(result.stdout).toMatch(/^Usage: chargeonce <command>/);
+    expect(result.stdout).toContain('--version');
+  });
+
+  it.each([
+    [['--bogus'], 'unknown option --bogus', 'chargeonce --help'],
+    [['status', '-x'], 'unknown option -x', 'chargeonce --help'],
+    [
+      ['status', '--limit'],
+      'option --limit needs a value (--limit=VALUE for one that starts with a dash)',
+      'chargeonce --help',
+    ],
+    [['reap', '--json=yes'], 'option --json takes no value', 'chargeonce --help'],
+    [
+      ['chaos', '--charges-count', '5'],
+      'unknown option --charges-count',
+      'chargeonce chaos --help',
+    ],
+    [['conformance', 'extra'], "unexpected argument 'extra'", 'chargeonce conformance --help'],
+  ])('%j: says what was wrong, where the usage is, and exits 1', async (args, message, help) => {
+    const result = await cli(...args);
+    expect(result.code).toBe(1);
+    expect(result.stdout).toBe('');
+    expect(result.stderr).toBe(`chargeonce: ${message}\nRun '${help}' for usage.\n`);
+  });
+});

@@ -1,0 +1,186 @@
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import {
+  createChargeEngine,
+  type ChargeEngineOptions,
+  type ChargeOnceEvent,
+} from '../../src/index.js';
+import { createFakeProvider, type FakeProvider } from '../../src/testing/index.js';
+import { createTestDatabase, type TestDatabase } from '../support/testDatabase.js';
+import { aKey, aRequest, expireLease, seedInterruptedKey, waitFor } from '../support/charges.js';
+
+// The typed events, as `onEvent` and a pino-compatible logger receive them.
+
+let db: TestDatabase;
+beforeAll(async () => {
+  db = await createTestDatabase();
+});
+afterAll(async () => {
+  await db.drop();
+});
+
+function recording(options: Partial<ChargeEngineOptions> = {}) {
+  const events: ChargeOnceEvent[] = [];
+  const provider: FakeProvider = createFakeProvider();
+  const engine = createChargeEngine({
+    pool: db.pgPool,
+    provider,
+    sweepGraceMs: 0,
+    onEvent: (event) => events.push(event),
+    ...options,
+  });
+  const ofType = <T extends ChargeOnceEvent['type']>(type: T) =>
+    events.filter((e): e is Extract<ChargeOnceEvent, { type: T }> => e.type === type);
+  return { engine, provider, events, ofType };
+}
+
+describe('events', () => {
+  it('a fresh charge is claimed from new; its retry is a replay; a different request is reused', async () => {
+    const { engine, events, ofType } = recording();
+    const key = aKey();
+    const merchantId = 'm_events';
+
+    const first = await engine.processCharge(key, aRequest({ merchantId }));
+    await engine.processCharge(key, aRequest({ merchantId }));
+    await engine.processCharge(key, aRequest({ merchantId, amountMinor: 1 })).catch(() => null);
+
+    expect(events.map((e) => e.type)).toEqual(['claimed', 'replayed', 'reused']);
+    expect(ofType('claimed')[0]).toEqual({
+      type: 'claimed',
+      merchantId,
+      operation: 'charge',
+      key,
+      chargeId: first.chargeId,
+      from: 'new',
+      attempt: 1,
+    });
+    expect(ofType('replayed')[0]).toMatchObject({ status: 'succeeded', httpStatus: 201 });
+    expect(ofType('reused')[0]?.differingFields).toEqual(['amountMinor']);
+    // Nothing of the request's metadata or amounts rides along.
+    expect(JSON.stringify(events)).not.toContain('2000');
+  });
+
+  it('a key in use is a conflict with its retry delay', async () => {
+    const { engine, provider, ofType } = recording({ leaseMs: 2_000, providerTimeoutMs: 300 });
+    const key = aKey();
+    const request = aRequest({ merchantId: 'm_events_conflict' });
+    provider.failNext('hang');
+    const holder = engine.processCharge(key, request).catch(() => null);
+    await waitFor(() => Promise.resolve(ofType('claimed').length === 1));
+
+    await engine.processCharge(key, request).catch(() => null);
+    await holder;
+
+    expect(ofType('conflict')).toEqual([
+      expect.objectContaining({ key, retryAfterMs: expect.any(Number) as number }),
+    ]);
+  });
+
+  it('a takeover that finds the charge adopts it; a transient provider failure is reported', async () => {
+    const { engine, provider, ofType } = recording();
+    const merchantId = 'm_events_adopt';
+    const key = aKey();
+    provider.failNext('failAfterCharge');
+
+    await engine.processCharge(key, aRequest({ merchantId })).catch(() => null);
+    await engine.processCharge(key, aRequest({ merchantId }));
+
+    expect(ofType('provider_failed')).toEqual([
+      expect.objectContaining({ key, transient: true, errorCode: 'provider_unavailable' }),
+    ]);
+    expect(ofType('claimed').map((e) => [e.from, e.attempt])).toEqual([
+      ['new', 1],
+      ['reserved', 2],
+    ]);
+    expect(ofType('adopted')).toEqual([
+      expect.objectContaining({
+        key,
+        by: 'client',
+        providerChargeId: expect.any(String) as string,
+      }),
+    ]);
+  });
+
+  it('the sweeper cancels, parks and reports its pass; the reaper reports its pass', async () => {
+    const { engine, provider, ofType } = recording({ maxAttempts: 1 });
+    const merchantId = 'm_events_sweep';
+    const abandoned = aKey();
+    await seedInterruptedKey(db.pool, db.tables, abandoned, aRequest({ merchantId }), 'reserved');
+    await expireLease(db.pool, db.tables, merchantId, abandoned);
+
+    await engine.sweep();
+    provider.outage(10);
+    const stuck = aKey();
+    await seedInterruptedKey(db.pool, db.tables, stuck, aRequest({ merchantId }), 'reserved');
+    await expireLease(db.pool, db.tables, merchantId, stuck);
+    await engine.sweep();
+    await engine.reap();
+    await engine.requeue({ merchantId, key: stuck, actor: 'ops@example', reason: 'checked' });
+
+    expect(ofType('cancelled').map((e) => e.key)).toContain(abandoned);
+    expect(ofType('parked')).toEqual([
+      expect.objectContaining({ key: stuck, reason: expect.any(String) as string }),
+    ]);
+    expect(ofType('swept').length).toBeGreaterThanOrEqual(2);
+    expect(ofType('swept')[0]?.result.cancelled).toBeGreaterThanOrEqual(1);
+    expect(ofType('requeued')).toEqual([
+      { type: 'requeued', merchantId, operation: 'charge', key: stuck, by: 'ops@example' },
+    ]);
+    expect(ofType('reaped')).toEqual([
+      expect.objectContaining({ reaped: expect.any(Number) as number }),
+    ]);
+  });
+
+  it('a throwing onEvent or logger never breaks a charge', async () => {
+    const silenced = console.error;
+    console.error = () => {};
+    try {
+      const engine = createChargeEngine({
+        pool: db.pgPool,
+        provider: createFakeProvider(),
+        onEvent: () => {
+          throw new Error('handler bug');
+        },
+        logger: {
+          debug: () => {
+            throw new Error('logger bug');
+          },
+          info: () => {},
+          warn: () => {},
+          error: () => {},
+        },
+      });
+      const key = aKey();
+      await expect(engine.processCharge(key, aRequest())).resolves.toMatchObject({
+        status: 'succeeded',
+      });
+      await expect(engine.processCharge(key, aRequest())).resolves.toMatchObject({
+        replayed: true,
+      });
+    } finally {
+      console.error = silenced;
+    }
+  });
+
+  it('logs each event at its level through a pino-compatible logger', async () => {
+    const lines: { level: string; fields: Record<string, unknown>; message: string }[] = [];
+    const at =
+      (level: string) =>
+      (fields: object, message: string): void => {
+        lines.push({ level, fields: fields as Record<string, unknown>, message });
+      };
+    const engine = createChargeEngine({
+      pool: db.pgPool,
+      provider: createFakeProvider(),
+      logger: { debug: at('debug'), info: at('info'), warn: at('warn'), error: at('error') },
+    });
+    const key = aKey();
+    await engine.processCharge(key, aRequest());
+    await engine.processCharge(key, aRequest({ amountMinor: 5 })).catch(() => null);
+
+    expect(lines.map((l) => [l.level, l.fields.event, l.message])).toEqual([
+      ['debug', 'claimed', 'chargeonce claimed'],
+      ['warn', 'reused', 'chargeonce reused'],
+    ]);
+    expect(lines[1]?.fields).toMatchObject({ key, differingFields: ['amountMinor'] });
+  });
+});
