@@ -180,9 +180,12 @@ export function createChargeEngine(options: ChargeEngineOptions): ChargeEngine {
   };
   env.pools = resolve;
   env.pool = async () => (await resolve()).slonik;
-  // Ready within a turn or two (it loads the OpenTelemetry API); until then nothing is reported.
+  // Ready within a turn or two (it loads the OpenTelemetry API); the first calls wait for it, so
+  // nothing goes unreported.
+  let observing = false;
   const observerReady = createObserver(options).then((observer) => {
     env.observer = observer;
+    observing = true;
     observer.instruments?.observeKeys(
       async () => readKeyStatus(await env.pool(), env.tables),
       KEY_GAUGE_SAMPLE_MS,
@@ -191,6 +194,7 @@ export function createChargeEngine(options: ChargeEngineOptions): ChargeEngine {
 
   return {
     processCharge: async (key, request) => {
+      if (!observing) await observerReady;
       let v: ValidatedRequest;
       try {
         v = validateChargeRequest(key, request);
@@ -202,8 +206,14 @@ export function createChargeEngine(options: ChargeEngineOptions): ChargeEngine {
         processWithPolicy(() => attemptUntilSettled(env, v), env.inProgress, env.clock),
       );
     },
-    sweep: (sweepOptions) => sweep(env, recovery, sweepOptions),
-    reap: (reapOptions) => reap(env, reapOptions),
+    sweep: async (sweepOptions) => {
+      if (!observing) await observerReady;
+      return sweep(env, recovery, sweepOptions);
+    },
+    reap: async (reapOptions) => {
+      if (!observing) await observerReady;
+      return reap(env, reapOptions);
+    },
     requeue: (target) => requeueParkedKey(env, target),
     resolve: (input) => resolveKey(env, input),
     inspect: (target) => inspectKey(env, target),

@@ -1,0 +1,225 @@
+import { afterAll, beforeAll, beforeEach, describe, expect, it } from 'vitest';
+import { context, type Attributes } from '@opentelemetry/api';
+import { AsyncLocalStorageContextManager } from '@opentelemetry/context-async-hooks';
+import {
+  BasicTracerProvider,
+  InMemorySpanExporter,
+  SimpleSpanProcessor,
+  type ReadableSpan,
+} from '@opentelemetry/sdk-trace-base';
+import {
+  AggregationTemporality,
+  MeterProvider,
+  MetricReader,
+  type DataPoint,
+  type MetricData,
+} from '@opentelemetry/sdk-metrics';
+import { createChargeEngine, type ChargeEngineOptions } from '../../src/index.js';
+import { createFakeProvider } from '../../src/testing/index.js';
+import { createTestDatabase, type TestDatabase } from '../support/testDatabase.js';
+import { aKey, aRequest, expireLease, seedInterruptedKey, waitFor } from '../support/charges.js';
+
+// Spans and metric points through the OpenTelemetry SDK's in-memory exporters.
+
+/** A reader collected on demand, cumulative, so each test reads the totals. */
+class OnDemandReader extends MetricReader {
+  constructor() {
+    super({ aggregationTemporalitySelector: () => AggregationTemporality.CUMULATIVE });
+  }
+  protected onForceFlush(): Promise<void> {
+    return Promise.resolve();
+  }
+  protected onShutdown(): Promise<void> {
+    return Promise.resolve();
+  }
+}
+
+let db: TestDatabase;
+const spans = new InMemorySpanExporter();
+const tracerProvider = new BasicTracerProvider({
+  spanProcessors: [new SimpleSpanProcessor(spans)],
+});
+const contextManager = new AsyncLocalStorageContextManager();
+let reader: OnDemandReader;
+let meterProvider: MeterProvider;
+
+beforeAll(async () => {
+  db = await createTestDatabase();
+  context.setGlobalContextManager(contextManager.enable());
+});
+afterAll(async () => {
+  context.disable();
+  await db.drop();
+});
+beforeEach(() => {
+  spans.reset();
+  reader = new OnDemandReader();
+  meterProvider = new MeterProvider({ readers: [reader] });
+});
+
+function engineWith(options: Partial<ChargeEngineOptions> = {}) {
+  const provider = createFakeProvider();
+  const engine = createChargeEngine({
+    pool: db.pgPool,
+    provider,
+    sweepGraceMs: 0,
+    telemetry: {
+      tracer: tracerProvider.getTracer('test'),
+      meter: meterProvider.getMeter('test'),
+    },
+    ...options,
+  });
+  return { engine, provider };
+}
+
+const named = (name: string) => spans.getFinishedSpans().filter((s) => s.name === name);
+const only = (name: string): ReadableSpan => {
+  const found = named(name);
+  expect(found, name).toHaveLength(1);
+  return found[0] as ReadableSpan;
+};
+const parentOf = (span: ReadableSpan) => span.parentSpanContext?.spanId;
+
+async function metric(name: string): Promise<MetricData | undefined> {
+  const { resourceMetrics } = await reader.collect();
+  return resourceMetrics.scopeMetrics
+    .flatMap((s) => s.metrics)
+    .find((m) => m.descriptor.name === name);
+}
+
+async function sum(name: string, attributes: Attributes = {}): Promise<number> {
+  const data = await metric(name);
+  const points = (data?.dataPoints ?? []) as DataPoint<number>[];
+  return points
+    .filter((p) => Object.entries(attributes).every(([k, v]) => p.attributes[k] === v))
+    .reduce((total, p) => total + p.value, 0);
+}
+
+describe('OpenTelemetry', () => {
+  it('a fresh charge: one process span with claim, provider and completion children', async () => {
+    const { engine } = engineWith();
+    const merchantId = 'm_otel_fresh';
+    await engine.processCharge(aKey(), aRequest({ merchantId, metadata: { secret: 's3cr3t' } }));
+
+    const root = only('chargeonce.process_charge');
+    expect(root.attributes).toMatchObject({
+      'chargeonce.merchant_id': merchantId,
+      'chargeonce.operation': 'charge',
+      'chargeonce.outcome.status': 'succeeded',
+      'chargeonce.replayed': false,
+      'chargeonce.recovery_point': 'new',
+      'chargeonce.attempt': 1,
+      'chargeonce.adopted': false,
+    });
+    expect(root.attributes['chargeonce.key']).toBeUndefined();
+    for (const child of ['chargeonce.claim', 'chargeonce.provider.create', 'chargeonce.complete']) {
+      expect(parentOf(only(child)), child).toBe(root.spanContext().spanId);
+    }
+    expect(only('chargeonce.claim').attributes).toMatchObject({ 'db.system.name': 'postgresql' });
+    const everything = JSON.stringify(spans.getFinishedSpans().map((s) => s.attributes));
+    expect(everything).not.toContain('s3cr3t');
+
+    expect(await sum('chargeonce.charges', { 'chargeonce.outcome.status': 'succeeded' })).toBe(1);
+    const duration = await metric('chargeonce.process_charge.duration');
+    expect(duration?.dataPoints).toHaveLength(1);
+    expect(await metric('chargeonce.phase.duration')).toBeDefined();
+    expect(await metric('chargeonce.provider.duration')).toBeDefined();
+  });
+
+  it('a replay: replayed, from completed, and only a claim child; the key when opted in', async () => {
+    const { engine } = engineWith({
+      telemetry: {
+        tracer: tracerProvider.getTracer('test'),
+        meter: meterProvider.getMeter('test'),
+        recordKeys: true,
+      },
+    });
+    const key = aKey();
+    await engine.processCharge(key, aRequest());
+    spans.reset();
+
+    await engine.processCharge(key, aRequest());
+
+    const root = only('chargeonce.process_charge');
+    expect(root.attributes).toMatchObject({
+      'chargeonce.replayed': true,
+      'chargeonce.recovery_point': 'completed',
+      'chargeonce.key': key,
+    });
+    expect(named('chargeonce.provider.create')).toHaveLength(0);
+    expect(await sum('chargeonce.replays')).toBe(1);
+    expect(await sum('chargeonce.charges', { 'chargeonce.replayed': true })).toBe(1);
+  });
+
+  it('a 409 and a 422 end their spans with the error code, and are counted', async () => {
+    const { engine, provider } = engineWith({ leaseMs: 2_000, providerTimeoutMs: 300 });
+    const used = aKey();
+    await engine.processCharge(used, aRequest());
+    const held = aKey();
+    provider.failNext('hang');
+    const holder = engine.processCharge(held, aRequest()).catch(() => null);
+    await waitFor(() => Promise.resolve(named('chargeonce.claim').length === 2));
+    spans.reset();
+
+    await engine.processCharge(held, aRequest()).catch(() => null);
+    await holder;
+    await engine.processCharge(used, aRequest({ amountMinor: 3 })).catch(() => null);
+    await engine.processCharge('', aRequest()).catch(() => null);
+
+    expect(named('chargeonce.process_charge').map((s) => s.attributes['error.type'])).toEqual([
+      'idempotency_key_in_use',
+      'provider_unavailable',
+      'idempotency_key_reused',
+    ]);
+    expect(await sum('chargeonce.conflicts')).toBe(1);
+    expect(await sum('chargeonce.reuses')).toBe(1);
+    expect(await sum('chargeonce.invalid_requests')).toBe(1);
+  });
+
+  it('an adoption by a client retry: a find span, adopted, counted by who adopted', async () => {
+    const { engine, provider } = engineWith();
+    const key = aKey();
+    provider.failNext('failAfterCharge');
+    await engine.processCharge(key, aRequest()).catch(() => null);
+    spans.reset();
+
+    await engine.processCharge(key, aRequest());
+
+    const root = only('chargeonce.process_charge');
+    expect(root.attributes).toMatchObject({
+      'chargeonce.adopted': true,
+      'chargeonce.recovery_point': 'reserved',
+      'chargeonce.attempt': 2,
+    });
+    expect(parentOf(only('chargeonce.provider.find'))).toBe(root.spanContext().spanId);
+    expect(await sum('chargeonce.adoptions', { 'chargeonce.by': 'client' })).toBe(1);
+    expect(await sum('chargeonce.provider.failures', { 'chargeonce.failure': 'transient' })).toBe(
+      1,
+    );
+  });
+
+  it('a sweeper cancel and a reap: their pass spans and counts; the unfinished-key gauges', async () => {
+    const { engine } = engineWith();
+    const merchantId = 'm_otel_sweep';
+    const key = aKey();
+    await seedInterruptedKey(db.pool, db.tables, key, aRequest({ merchantId }), 'reserved');
+    await expireLease(db.pool, db.tables, merchantId, key);
+
+    await engine.sweep();
+    await engine.reap();
+
+    expect(
+      only('chargeonce.sweep').attributes['chargeonce.sweep.cancelled'],
+    ).toBeGreaterThanOrEqual(1);
+    expect(only('chargeonce.reap').attributes['chargeonce.reaped']).toEqual(expect.any(Number));
+    expect(
+      await sum('chargeonce.sweep.keys', { 'chargeonce.sweep.result': 'cancelled' }),
+    ).toBeGreaterThanOrEqual(1);
+    expect(await sum('chargeonce.cancelled')).toBeGreaterThanOrEqual(1);
+    const unfinished = await metric('chargeonce.keys.unfinished');
+    expect(unfinished?.dataPoints.map((p) => p.attributes['chargeonce.recovery_point'])).toEqual(
+      expect.arrayContaining(['started', 'reserved', 'failed']),
+    );
+    expect(await metric('chargeonce.keys.oldest_unfinished_age')).toBeDefined();
+  });
+});
