@@ -16,6 +16,7 @@ import { runChaos } from '../src/chaos/runChaos.js';
 import { createProgressBar } from '../src/cli/createProgressBar.js';
 import { renderChaosReport } from '../src/cli/renderChaosReport.js';
 import { startDatabase } from './support/database.js';
+import { createMetricsSummary } from './support/metricsSummary.js';
 
 const database = await startDatabase();
 const pool = await createEnginePool(database.url);
@@ -24,7 +25,13 @@ try {
   // dedupe: false — the provider forgets nothing and forgives nothing: a second createCharge
   // under the same key would be a second real charge, and the final check would catch it.
   const provider = createFakeProvider({ dedupe: false });
-  const engine = createChargeEngine({ pool, provider, inProgress: { waitMs: 5_000 } });
+  const metrics = createMetricsSummary();
+  const engine = createChargeEngine({
+    pool,
+    provider,
+    inProgress: { waitMs: 5_000 },
+    telemetry: { meter: metrics.meter },
+  });
   const order = (amountMinor: number): ChargeRequest => ({
     merchantId: 'm_shop',
     customerId: 'c_ada',
@@ -81,6 +88,8 @@ try {
   }
   const doubles = [...perKey.entries()].filter(([, n]) => n > 1);
   console.log(`  real charges:       ${provider.ledger().length} for ${perKey.size} operations`);
+  console.log('\nWhat chargeonce counted (its OpenTelemetry instruments)');
+  for (const line of await metrics.summarize()) console.log(`  ${line}`);
   if (doubles.length > 0) {
     console.error(`\nDOUBLE CHARGE: ${doubles.length} provider keys were charged more than once`);
     process.exitCode = 1;

@@ -7,6 +7,7 @@
 // PROVIDER_FAULTS sets the fake provider's fault rates (see FAKE_SERVER_FAULTS), so declines
 // and 503s can be tried by hand too. Ctrl-C stops everything; a second Ctrl-C forces it.
 import { createServer, type IncomingMessage } from 'node:http';
+import type { AddressInfo } from 'node:net';
 import { randomUUID } from 'node:crypto';
 import { createChargeEngine, createEnginePool, migrate } from '../src/index.js';
 import { createChargeHandler } from '../src/http/index.js';
@@ -16,6 +17,8 @@ import {
   startFakeProviderServer,
   type FakeServerRates,
 } from '../src/testing/index.js';
+import { PrometheusExporter } from '@opentelemetry/exporter-prometheus';
+import { MeterProvider } from '@opentelemetry/sdk-metrics';
 import { startDatabase } from './support/database.js';
 
 /**
@@ -54,9 +57,13 @@ await migrate(pool, { schema: 'chargeonce' });
 const providerServer = await startFakeProviderServer({
   rates: providerRates(process.env.PROVIDER_FAULTS),
 });
+// Prometheus scrapes GET /metrics: OpenTelemetry's exporter serves the engine's instruments.
+const prometheus = new PrometheusExporter({ preventServerStart: true });
+const meterProvider = new MeterProvider({ readers: [prometheus] });
 const engine = createChargeEngine({
   pool,
   provider: createHttpProvider({ baseUrl: providerServer.url }),
+  telemetry: { meter: meterProvider.getMeter('chargeonce') },
 });
 const chargeHandler = createChargeHandler(engine, { authenticate });
 
@@ -64,6 +71,10 @@ const server = createServer((req, res) => {
   const path = new URL(req.url ?? '/', 'http://localhost').pathname;
   if (path === '/charges') {
     void chargeHandler(req, res);
+    return;
+  }
+  if (path === '/metrics' && req.method === 'GET') {
+    prometheus.getMetricsRequestHandler(req, res);
     return;
   }
   res.writeHead(404, { 'Content-Type': 'application/json' });
@@ -74,7 +85,8 @@ await new Promise<void>((resolve, reject) => {
   server.listen(port, '127.0.0.1', () => resolve());
 });
 
-const api = `http://127.0.0.1:${port}`;
+// PORT=0 picks a free port: print the one the server got.
+const api = `http://127.0.0.1:${(server.address() as AddressInfo).port}`;
 const key = `order-${randomUUID()}`;
 const charge = (body: string, extra = '') =>
   `curl -i ${api}/charges -H 'Authorization: Bearer sk_test_shop' \\\n` +
@@ -91,6 +103,8 @@ No key (400), or no Authorization header (401):
   ${charge(order)}
 What the provider really charged:
   curl ${providerServer.url}/v1/ledger
+chargeonce's metrics, as Prometheus scrapes them:
+  curl ${api}/metrics
 
 Ctrl-C to stop.`);
 
@@ -104,6 +118,8 @@ const stop = (signal: NodeJS.Signals) =>
       server.closeIdleConnections();
     });
     await providerServer.close();
+    await meterProvider.shutdown();
+    await engine.close();
     await pool.end();
     await database.stop();
   })());

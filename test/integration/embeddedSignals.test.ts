@@ -96,6 +96,22 @@ describe('embedded PostgreSQL ends with the program', () => {
     const tmp = await privateTmp();
     const run = start('npm', ['run', 'serve'], tmp, true);
     await until(() => run.output().includes('Ctrl-C to stop'), 'served', run);
+    // While it runs: a charge, then the engine's instruments as Prometheus scrapes them.
+    const api = /payment API on (http:\/\/\S+)/.exec(run.output())?.[1];
+    const charged = await fetch(`${String(api)}/charges`, {
+      method: 'POST',
+      headers: {
+        authorization: 'Bearer sk_test_shop',
+        'content-type': 'application/json',
+        'idempotency-key': 'k-serve-metrics',
+      },
+      body: JSON.stringify({ customerId: 'c_ada', amountMinor: 2000, currency: 'NGN' }),
+    });
+    expect(charged.status).toBe(201);
+    const metrics = await (await fetch(`${String(api)}/metrics`)).text();
+    expect(metrics).toMatch(
+      /chargeonce_charges_total\{[^}]*chargeonce_outcome_status="succeeded"[^}]*\} 1/,
+    );
 
     await interrupt(run, tmp, 'SIGINT', 'group');
   });
