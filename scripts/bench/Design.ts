@@ -5,12 +5,20 @@ import type { ChargeRequest } from '../../src/request.js';
  * statements (the strongest baselines); the `-slonik` ones are the same designs on slonik, the
  * engine's own SQL layer, with SQL text planned on every call.
  */
-export const DESIGN_NAMES = ['engine', 'floor', 'floor-slonik', 'naive', 'naive-slonik'] as const;
+export const DESIGN_NAMES = [
+  'engine',
+  'engine-otel',
+  'floor',
+  'floor-slonik',
+  'naive',
+  'naive-slonik',
+] as const;
 export type DesignName = (typeof DESIGN_NAMES)[number];
 
 /** The schema each design writes to: one migration in each, so the tables are identical. */
 export const DESIGN_SCHEMAS: Readonly<Record<DesignName, string>> = {
   engine: 'chargeonce',
+  'engine-otel': 'bench_engine_otel',
   floor: 'bench_floor',
   'floor-slonik': 'bench_floor_slonik',
   naive: 'bench_naive',

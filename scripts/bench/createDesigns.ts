@@ -1,6 +1,7 @@
 import type { BenchProvider } from './createBenchProvider.js';
 import { createEngineDesign } from './createEngineDesign.js';
 import { createFloorDesign } from './createFloorDesign.js';
+import { createOtelEngineDesign } from './createOtelEngineDesign.js';
 import { createNaiveDesign } from './createNaiveDesign.js';
 import { createSlonikFloorDesign } from './createSlonikFloorDesign.js';
 import { createSlonikNaiveDesign } from './createSlonikNaiveDesign.js';
@@ -11,7 +12,8 @@ const FACTORIES: Record<
   DesignName,
   (connection: DesignConnection, provider: BenchProvider) => Promise<Design>
 > = {
-  engine: createEngineDesign,
+  engine: (connection, provider) => createEngineDesign(connection, provider),
+  'engine-otel': createOtelEngineDesign,
   floor: createFloorDesign,
   'floor-slonik': createSlonikFloorDesign,
   naive: createNaiveDesign,

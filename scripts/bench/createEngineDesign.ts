@@ -4,6 +4,7 @@ import {
   IdempotencyKeyInUseError,
   IdempotencyKeyReusedError,
   type ChargeEngine,
+  type TelemetryOptions,
 } from '../../src/index.js';
 import type { BenchProvider } from './createBenchProvider.js';
 import type { Design, DesignConnection } from './Design.js';
@@ -15,9 +16,10 @@ import type { Design, DesignConnection } from './Design.js';
 export async function createEngineDesign(
   connection: DesignConnection,
   provider: BenchProvider,
+  telemetry: TelemetryOptions | false = false,
 ): Promise<Design & { engine: ChargeEngine }> {
   const pool = await createEnginePool(connection.url, { maximumPoolSize: connection.poolSize });
-  const engine = createChargeEngine({ pool, provider, schema: connection.schema });
+  const engine = createChargeEngine({ pool, provider, schema: connection.schema, telemetry });
   return {
     name: 'engine',
     engine,

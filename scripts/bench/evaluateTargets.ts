@@ -16,6 +16,8 @@ const NODE_CPU_VS_FLOOR = 1.5;
 // Set against the seed articles' naive design on slonik, and kept against that design.
 const FRESH_VS_NAIVE_SLONIK_AT_32 = 1.5;
 const STORM_P99_OVER_FRESH_P50 = 20;
+// With an OpenTelemetry SDK registered, against none (the operations issue).
+const OTEL_VS_NONE_AT_8 = 0.95;
 
 /** Checks a run against the targets. Ratios are the medians of per-round ratios. */
 export function evaluateTargets(results: BenchResults): TargetResult[] {
@@ -57,6 +59,14 @@ export function evaluateTargets(results: BenchResults): TargetResult[] {
       summary.ratio('fresh', c, 'engine', 'floor', 'clientCpuUsPerCall'),
       (v) => v <= NODE_CPU_VS_FLOOR,
       has('fresh/engine') && has('fresh/floor'),
+    );
+  }
+  for (const scenario of ['fresh', 'replay'] as const) {
+    compare(
+      `${scenario} throughput with an OpenTelemetry SDK ≥ ${OTEL_VS_NONE_AT_8} × without, concurrency 8`,
+      summary.ratio(scenario, 8, 'engine-otel', 'engine', 'throughput'),
+      (v) => v >= OTEL_VS_NONE_AT_8,
+      has(`${scenario}/engine-otel`) && has(`${scenario}/engine`) && concurrencies.includes(8),
     );
   }
   compare(

@@ -35,7 +35,18 @@ const METRICS: { metric: Metric; title: string; digits: number }[] = [
 const DESIGN_TEXT: { name: DesignName; lines: string[] }[] = [
   {
     name: 'engine',
-    lines: ['- **engine**: `processCharge` as shipped, on a pool from `createEnginePool`.'],
+    lines: [
+      '- **engine**: `processCharge` as shipped (group commit on), on a pool from',
+      '  `createEnginePool`, with no OpenTelemetry SDK registered.',
+    ],
+  },
+  {
+    name: 'engine-otel',
+    lines: [
+      '- **engine-otel**: the same with an OpenTelemetry SDK registered: every span recorded and',
+      '  batched to an exporter that discards it, every metric point recorded, an',
+      '  AsyncLocalStorage context manager. What observability costs, against **engine**.',
+    ],
   },
   {
     name: 'floor',

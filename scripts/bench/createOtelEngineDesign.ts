@@ -1,0 +1,61 @@
+import { context } from '@opentelemetry/api';
+import { AsyncLocalStorageContextManager } from '@opentelemetry/context-async-hooks';
+import { AggregationTemporality, MeterProvider, MetricReader } from '@opentelemetry/sdk-metrics';
+import {
+  BasicTracerProvider,
+  BatchSpanProcessor,
+  type ReadableSpan,
+  type SpanExporter,
+} from '@opentelemetry/sdk-trace-base';
+import type { BenchProvider } from './createBenchProvider.js';
+import { createEngineDesign } from './createEngineDesign.js';
+import type { Design, DesignConnection } from './Design.js';
+
+/** Exports nothing, successfully: what is measured is the SDK recording, not a network. */
+const discardingExporter: SpanExporter = {
+  export: (_spans: ReadableSpan[], done) => done({ code: 0 }),
+  shutdown: () => Promise.resolve(),
+};
+
+/** A metric reader nobody collects from: the instruments still record every point. */
+class IdleReader extends MetricReader {
+  constructor() {
+    super({ aggregationTemporalitySelector: () => AggregationTemporality.CUMULATIVE });
+  }
+  protected onForceFlush(): Promise<void> {
+    return Promise.resolve();
+  }
+  protected onShutdown(): Promise<void> {
+    return Promise.resolve();
+  }
+}
+
+/**
+ * `processCharge` with an OpenTelemetry SDK registered: every span recorded (batched to an
+ * exporter that discards them, as a real one would send them off the hot path), every metric
+ * point recorded, an AsyncLocalStorage context manager so child spans find their parent. Against
+ * `engine`, which runs with no SDK: what the instrumentation costs when someone listens.
+ */
+export async function createOtelEngineDesign(
+  connection: DesignConnection,
+  provider: BenchProvider,
+): Promise<Design> {
+  context.setGlobalContextManager(new AsyncLocalStorageContextManager().enable());
+  const tracerProvider = new BasicTracerProvider({
+    spanProcessors: [new BatchSpanProcessor(discardingExporter)],
+  });
+  const meterProvider = new MeterProvider({ readers: [new IdleReader()] });
+  const design = await createEngineDesign(connection, provider, {
+    tracer: tracerProvider.getTracer('chargeonce'),
+    meter: meterProvider.getMeter('chargeonce'),
+  });
+  return {
+    ...design,
+    name: 'engine-otel',
+    end: async () => {
+      await design.end();
+      await tracerProvider.shutdown();
+      await meterProvider.shutdown();
+    },
+  };
+}
