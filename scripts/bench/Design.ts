@@ -8,6 +8,7 @@ import type { ChargeRequest } from '../../src/request.js';
 export const DESIGN_NAMES = [
   'engine',
   'engine-otel',
+  'engine-wait',
   'floor',
   'floor-slonik',
   'naive',
@@ -19,6 +20,7 @@ export type DesignName = (typeof DESIGN_NAMES)[number];
 export const DESIGN_SCHEMAS: Readonly<Record<DesignName, string>> = {
   engine: 'chargeonce',
   'engine-otel': 'bench_engine_otel',
+  'engine-wait': 'bench_engine_wait',
   floor: 'bench_floor',
   'floor-slonik': 'bench_floor_slonik',
   naive: 'bench_naive',

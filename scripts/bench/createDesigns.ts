@@ -14,6 +14,11 @@ const FACTORIES: Record<
 > = {
   engine: (connection, provider) => createEngineDesign(connection, provider),
   'engine-otel': createOtelEngineDesign,
+  // Callers that meet a key in progress wait for its outcome, woken on the winner's commit.
+  'engine-wait': async (connection, provider) => ({
+    ...(await createEngineDesign(connection, provider, false, { waitMs: 10_000 })),
+    name: 'engine-wait',
+  }),
   floor: createFloorDesign,
   'floor-slonik': createSlonikFloorDesign,
   naive: createNaiveDesign,

@@ -4,6 +4,7 @@ import {
   IdempotencyKeyInUseError,
   IdempotencyKeyReusedError,
   type ChargeEngine,
+  type InProgressPolicy,
   type TelemetryOptions,
 } from '../../src/index.js';
 import type { BenchProvider } from './createBenchProvider.js';
@@ -17,9 +18,16 @@ export async function createEngineDesign(
   connection: DesignConnection,
   provider: BenchProvider,
   telemetry: TelemetryOptions | false = false,
+  inProgress: InProgressPolicy = 'reject',
 ): Promise<Design & { engine: ChargeEngine }> {
   const pool = await createEnginePool(connection.url, { maximumPoolSize: connection.poolSize });
-  const engine = createChargeEngine({ pool, provider, schema: connection.schema, telemetry });
+  const engine = createChargeEngine({
+    pool,
+    provider,
+    schema: connection.schema,
+    telemetry,
+    inProgress,
+  });
   return {
     name: 'engine',
     engine,

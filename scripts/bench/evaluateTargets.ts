@@ -16,6 +16,8 @@ const NODE_CPU_VS_FLOOR = 1.5;
 // Set against the seed articles' naive design on slonik, and kept against that design.
 const FRESH_VS_NAIVE_SLONIK_AT_32 = 1.5;
 const STORM_P99_OVER_FRESH_P50 = 20;
+// Waiters woken on commit: a storm's callers answered about as fast as a fresh charge.
+const STORM_WAIT_P50_OVER_FRESH_P50 = 1.5;
 // With an OpenTelemetry SDK registered, against none (the operations issue).
 const OTEL_VS_NONE_AT_8 = 0.95;
 
@@ -60,6 +62,19 @@ export function evaluateTargets(results: BenchResults): TargetResult[] {
       (v) => v <= NODE_CPU_VS_FLOOR,
       has('fresh/engine') && has('fresh/floor'),
     );
+  }
+  for (const c of concurrencies) {
+    const stormP50 = summary.median('storm', c, 'engine-wait', 'p50Ms');
+    const freshP50 = summary.median('fresh', c, 'engine-wait', 'p50Ms');
+    const measured = has('storm/engine-wait') && has('fresh/engine-wait');
+    const times = stormP50 / freshP50;
+    checks.push({
+      target: `storm p50 with waiters woken on commit ≤ ${STORM_WAIT_P50_OVER_FRESH_P50} × fresh p50 (engine-wait), concurrency ${c}`,
+      measured: measured
+        ? `${stormP50.toFixed(2)} ms = ${times.toFixed(2)} × ${freshP50.toFixed(2)} ms`
+        : 'not measured',
+      pass: measured && Number.isFinite(times) ? times <= STORM_WAIT_P50_OVER_FRESH_P50 : null,
+    });
   }
   for (const scenario of ['fresh', 'replay'] as const) {
     compare(

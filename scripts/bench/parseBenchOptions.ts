@@ -28,8 +28,8 @@ export const USAGE = `Usage: npm run bench -- [--quick] [--rounds N] [--designs 
 
   --quick      a smaller run (about a minute) written to .bench/ only
   --rounds N   rounds of every measurement, designs alternating (default 5; quick 3)
-  --designs    only these of engine, engine-otel, floor, floor-slonik, naive, naive-slonik (e.g. to
-               profile one with --cpu-prof); .bench/ only
+  --designs    only these of engine, engine-otel, engine-wait, floor, floor-slonik, naive,
+               naive-slonik (e.g. to profile one with --cpu-prof); .bench/ only
   --scenarios  only these scenarios; .bench/ only
   --note TEXT  a sentence about the run for the report, e.g. that the machine was shared`;
 

@@ -49,6 +49,14 @@ const DESIGN_TEXT: { name: DesignName; lines: string[] }[] = [
     ],
   },
   {
+    name: 'engine-wait',
+    lines: [
+      '- **engine-wait**: the engine with `inProgress: { waitMs: 10_000 }`: in the storm, callers',
+      '  that meet the key in progress mark it and sleep until the winner’s commit wakes them',
+      '  (LISTEN/NOTIFY), then answer with the replay; elsewhere it is the engine.',
+    ],
+  },
+  {
     name: 'floor',
     lines: [
       '- **floor**: the least database work any correct design must do, with the fastest client',

@@ -3,6 +3,8 @@ import { validateChargeRequest, type ChargeRequest, type ValidatedRequest } from
 import { observeCharge } from './observeCharge.js';
 import { createObserver, SILENT_OBSERVER } from '../observability/observer.js';
 import { createGroupCommit } from '../store/groupCommit.js';
+import { createKeyWaiters } from '../store/keyWaiters.js';
+import { joinOrRun, waitInProgress } from './waitInProgress.js';
 import { isPoolInput, resolvePool, type StorePools } from '../store/resolvePool.js';
 import { withStore } from '../store/storeErrors.js';
 import { DEFAULT_SCHEMA, tablesIn } from '../store/tables.js';
@@ -31,12 +33,7 @@ import type {
   ResolveResult,
 } from '../admin/types.js';
 import { runAttempt } from './runAttempt.js';
-import type {
-  ChargeEngineOptions,
-  ChargeOutcome,
-  InProgressPolicy,
-  MonotonicClock,
-} from './types.js';
+import type { ChargeEngineOptions, ChargeOutcome, MonotonicClock } from './types.js';
 
 /** The engine: charges exactly once per key. */
 export type ChargeEngine = {
@@ -172,6 +169,7 @@ export function createChargeEngine(options: ChargeEngineOptions): ChargeEngine {
       .then((pools) => ({
         ...pools,
         group: pools.pg && groupCommit ? createGroupCommit(pools.pg, env.tables) : null,
+        waiters: pools.pg && env.inProgress !== 'reject' ? createKeyWaiters(pools.pg) : null,
       }))
       .catch((error: unknown) => {
         resolved = undefined;
@@ -183,6 +181,9 @@ export function createChargeEngine(options: ChargeEngineOptions): ChargeEngine {
   // Ready within a turn or two (it loads the OpenTelemetry API); the first calls wait for it, so
   // nothing goes unreported.
   let observing = false;
+  // With `inProgress: { waitMs }`: the attempt running for a key and request in this engine,
+  // which later callers of the same join instead of claiming again.
+  const sharedAttempts = new Map<string, Promise<ChargeOutcome>>();
   const observerReady = createObserver(options).then((observer) => {
     env.observer = observer;
     observing = true;
@@ -203,7 +204,16 @@ export function createChargeEngine(options: ChargeEngineOptions): ChargeEngine {
         throw error;
       }
       return observeCharge(env, { merchantId: v.request.merchantId, key: v.key }, () =>
-        processWithPolicy(() => attemptUntilSettled(env, v), env.inProgress, env.clock),
+        env.inProgress === 'reject'
+          ? attemptUntilSettled(env, v)
+          : joinOrRun(sharedAttempts, `${v.request.merchantId}\n${v.key}\n${v.fingerprint}`, () =>
+              waitInProgress(
+                env,
+                { merchantId: v.request.merchantId, operation: env.operation, key: v.key },
+                (env.inProgress as { waitMs: number }).waitMs,
+                () => attemptUntilSettled(env, v),
+              ),
+            ),
       );
     },
     sweep: async (sweepOptions) => {
@@ -236,6 +246,7 @@ export function createChargeEngine(options: ChargeEngineOptions): ChargeEngine {
       if (!resolved) return;
       // A pool that never came up has nothing to end.
       const pools = await resolved.catch(() => null);
+      await pools?.waiters?.end();
       await pools?.end();
     },
   };
@@ -251,27 +262,6 @@ async function attemptUntilSettled(
   }
   // Keys keep changing hands under us: let the caller come back shortly.
   throw new IdempotencyKeyInUseError(100);
-}
-
-/** With `{ waitMs }`, a key in use is polled until its outcome comes or the wait runs out. */
-async function processWithPolicy(
-  attempt: () => Promise<ChargeOutcome>,
-  policy: InProgressPolicy,
-  clock: MonotonicClock,
-): Promise<ChargeOutcome> {
-  if (policy === 'reject') return attempt();
-  const deadline = clock.now() + policy.waitMs;
-  let pauseMs = 20;
-  for (;;) {
-    try {
-      return await attempt();
-    } catch (error) {
-      const left = deadline - clock.now();
-      if (!(error instanceof IdempotencyKeyInUseError) || left <= 0) throw error;
-      await new Promise((resolve) => setTimeout(resolve, Math.min(pauseMs, left)));
-      pauseMs = Math.min(pauseMs * 2, 250);
-    }
-  }
 }
 
 function buildEnv(options: ChargeEngineOptions): EngineEnv {

@@ -1,4 +1,9 @@
-import { prepared, type PreparedStatement } from './hotStatements.js';
+import {
+  prepared,
+  WAITERS_CHANNEL,
+  waiterPayloadSql,
+  type PreparedStatement,
+} from './hotStatements.js';
 import type { Tables } from './tables.js';
 
 /** The hot statements over arrays: many claims (or completions) in one round trip and commit. */
@@ -72,7 +77,7 @@ function claimText(keys: string, charges: string): string {
  * one row per completion, in input order, `completed` false for an attempt whose lease was
  * taken over (nothing written for it).
  */
-function completeText(keys: string, charges: string): string {
+function completeText(keys: string, charges: string, schema: string): string {
   return `
     WITH input AS (
       SELECT * FROM unnest($1::text[], $2::text[], $3::text[], $4::uuid[], $5::text[],
@@ -87,7 +92,7 @@ function completeText(keys: string, charges: string): string {
       FROM input i
       WHERE k.merchant_id = i.merchant_id AND k.operation = i.operation AND k.key = i.key
         AND k.lock_token = i.lock_token AND k.recovery_point IN ('started', 'reserved')
-      RETURNING i.n, k.merchant_id, k.charge_id
+      RETURNING i.n, k.merchant_id, k.operation, k.key, k.charge_id, k.has_waiters AS had_waiters
     ), recorded AS (
       UPDATE ${charges} c
       SET status = i.charge_status, provider_charge_id = i.provider_charge_id,
@@ -96,8 +101,12 @@ function completeText(keys: string, charges: string): string {
       JOIN input i ON i.n = d.n
       WHERE c.merchant_id = d.merchant_id AND c.id = d.charge_id
       RETURNING c.id
+    ), woken AS (
+      SELECT pg_notify('${WAITERS_CHANNEL}', ${waiterPayloadSql(schema, 'd')})
+      FROM done d WHERE d.had_waiters
     )
-    SELECT i.n, EXISTS (SELECT 1 FROM done d WHERE d.n = i.n) AS completed
+    SELECT i.n, EXISTS (SELECT 1 FROM done d WHERE d.n = i.n) AS completed,
+      (SELECT count(*) FROM woken) AS woken
     FROM input i
     ORDER BY i.n`;
 }
@@ -112,7 +121,7 @@ export function batchStatements(tables: Tables): BatchStatements {
   const charges = `"${tables.schema}".charges`;
   const statements = {
     claim: prepared(claimText(keys, charges)),
-    complete: prepared(completeText(keys, charges)),
+    complete: prepared(completeText(keys, charges, tables.schema)),
   };
   cache.set(tables.schema, statements);
   return statements;

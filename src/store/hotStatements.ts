@@ -72,7 +72,7 @@ function claimText(keys: string, charges: string): string {
  * Parameters: merchant, operation, key, lock token, charge status, provider charge id, decline
  * code, response status, response body.
  */
-function completeText(keys: string, charges: string): string {
+function completeText(keys: string, charges: string, schema: string): string {
   return `
     WITH done AS (
       UPDATE ${keys}
@@ -80,7 +80,8 @@ function completeText(keys: string, charges: string): string {
         lock_token = NULL, locked_until = NULL, completed_at = now(), updated_at = now()
       WHERE merchant_id = $1::text AND operation = $2::text AND key = $3::text
         AND lock_token = $4::uuid AND recovery_point IN ('started', 'reserved')
-      RETURNING merchant_id, charge_id
+      -- The row as updated: a waiter's mark committed while this waited on the row is in it.
+      RETURNING merchant_id, operation, key, charge_id, has_waiters AS had_waiters
     ), recorded AS (
       UPDATE ${charges} c
       SET status = $5::text, provider_charge_id = $6::text, decline_code = $7::text,
@@ -88,8 +89,32 @@ function completeText(keys: string, charges: string): string {
       FROM done
       WHERE c.merchant_id = done.merchant_id AND c.id = done.charge_id
       RETURNING c.id
+    ), woken AS (
+      SELECT pg_notify(${waitersChannelLiteral}, ${waiterPayloadSql(schema, 'done')})
+      FROM done WHERE done.had_waiters
     )
-    SELECT EXISTS (SELECT 1 FROM done) AS completed`;
+    SELECT EXISTS (SELECT 1 FROM done) AS completed, (SELECT count(*) FROM woken) AS woken`;
+}
+
+/** The channel completions notify waiters on: one per database, the payload names the key. */
+export const WAITERS_CHANNEL = 'chargeonce_key_done';
+const waitersChannelLiteral = `'${WAITERS_CHANNEL}'`;
+
+/**
+ * The payload of a waiter's notification, as SQL over the row alias `row`: schema, merchant,
+ * operation and key, one per line (none of them can hold a line break: ids refuse control
+ * characters, keys are printable ASCII, the schema a plain identifier).
+ */
+export function waiterPayloadSql(schema: string, row: string): string {
+  return `'${schema}' || chr(10) || ${row}.merchant_id || chr(10) || ${row}.operation || chr(10) || ${row}.key`;
+}
+
+/** The same payload, in JavaScript, for the key a caller waits on. */
+export function waiterPayload(
+  schema: string,
+  scoped: { merchantId: string; operation: string; key: string },
+): string {
+  return `${schema}\n${scoped.merchantId}\n${scoped.operation}\n${scoped.key}`;
 }
 
 const cache = new Map<string, HotStatements>();
@@ -107,7 +132,7 @@ export function hotStatements(tables: Tables): HotStatements {
   const charges = `"${tables.schema}".charges`;
   const statements = {
     claim: prepared(claimText(keys, charges)),
-    complete: prepared(completeText(keys, charges)),
+    complete: prepared(completeText(keys, charges, tables.schema)),
   };
   cache.set(tables.schema, statements);
   return statements;

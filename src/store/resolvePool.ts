@@ -3,6 +3,7 @@ import { createPool, type DatabasePool } from 'slonik';
 import { InvalidConfigurationError, StoreUnavailableError } from '../errors.js';
 import { pgPoolDriverFactory } from './pgPoolDriver.js';
 import type { GroupCommit } from './groupCommit.js';
+import type { KeyWaiters } from './keyWaiters.js';
 import type { PgPoolLike } from './pgPoolLike.js';
 import { resultParserInterceptor } from './resultParserInterceptor.js';
 import { isStoreUnavailable } from './storeErrors.js';
@@ -33,6 +34,8 @@ export type StorePools = {
   pg: PgPoolLike | null;
   /** The hot statements with group commit, when the engine has a node-postgres pool and wants it. */
   group?: GroupCommit | null;
+  /** Callers waiting on keys in progress, woken on commit (node-postgres pools only). */
+  waiters?: KeyWaiters | null;
   /** Ends what chargeonce created for this input (and the pool itself for a connection string). */
   end(): Promise<void>;
 };
