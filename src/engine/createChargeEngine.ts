@@ -206,13 +206,17 @@ export function createChargeEngine(options: ChargeEngineOptions): ChargeEngine {
       return observeCharge(env, { merchantId: v.request.merchantId, key: v.key }, () =>
         env.inProgress === 'reject'
           ? attemptUntilSettled(env, v)
-          : joinOrRun(sharedAttempts, `${v.request.merchantId}\n${v.key}\n${v.fingerprint}`, () =>
-              waitInProgress(
-                env,
-                { merchantId: v.request.merchantId, operation: env.operation, key: v.key },
-                (env.inProgress as { waitMs: number }).waitMs,
-                () => attemptUntilSettled(env, v),
-              ),
+          : joinOrRun(
+              sharedAttempts,
+              `${v.request.merchantId}\n${v.key}\n${v.fingerprint}`,
+              env.inProgress.waitMs,
+              () =>
+                waitInProgress(
+                  env,
+                  { merchantId: v.request.merchantId, operation: env.operation, key: v.key },
+                  (env.inProgress as { waitMs: number }).waitMs,
+                  () => attemptUntilSettled(env, v),
+                ),
             ),
       );
     },

@@ -13,6 +13,9 @@ import type { ChargeOutcome } from './types.js';
  */
 const FALLBACK_POLL_MS = 5_000;
 
+/** What a joiner that ran out of time suggests: the shared attempt is still at work. */
+const JOINER_RETRY_AFTER_MS = 1_000;
+
 /**
  * `inProgress: { waitMs }`: a key another attempt holds is waited on until its outcome comes or
  * the wait runs out. On a node-postgres pool the waiter marks the key and sleeps until the
@@ -61,11 +64,19 @@ export async function waitInProgress(
 export async function joinOrRun(
   running: Map<string, Promise<ChargeOutcome>>,
   id: string,
+  waitMs: number,
   run: () => Promise<ChargeOutcome>,
 ): Promise<ChargeOutcome> {
   const shared = running.get(id);
   if (shared) {
-    const outcome = await shared.catch(() => null);
+    // A joiner waits no longer than its own `waitMs`, as it would on a key held elsewhere.
+    let timer: NodeJS.Timeout | undefined;
+    const outOfTime = new Promise<'outOfTime'>((resolve) => {
+      timer = setTimeout(() => resolve('outOfTime'), waitMs);
+    });
+    const outcome = await Promise.race([shared.catch(() => null), outOfTime]);
+    clearTimeout(timer);
+    if (outcome === 'outOfTime') throw new IdempotencyKeyInUseError(JOINER_RETRY_AFTER_MS);
     if (outcome) return { ...outcome, replayed: true };
   }
   const mine = run();
