@@ -16,6 +16,10 @@ const NODE_CPU_VS_FLOOR = 1.5;
 // Set against the seed articles' naive design on slonik, and kept against that design.
 const FRESH_VS_NAIVE_SLONIK_AT_32 = 1.5;
 const STORM_P99_OVER_FRESH_P50 = 20;
+// Past the floor with group commit (per-charge floor at 32 callers), without slowing a lone call.
+const GROUP_FRESH_VS_FLOOR_AT_32 = 2;
+const GROUP_REPLAY_VS_FLOOR_AT_32 = 1.5;
+const LONE_P50_VS_FLOOR_AT_1 = 1.1;
 // Waiters woken on commit: a storm's callers answered about as fast as a fresh charge.
 const STORM_WAIT_P50_OVER_FRESH_P50 = 1.5;
 // With an OpenTelemetry SDK registered, against none (the operations issue).
@@ -76,6 +80,25 @@ export function evaluateTargets(results: BenchResults): TargetResult[] {
       pass: measured && Number.isFinite(times) ? times <= STORM_WAIT_P50_OVER_FRESH_P50 : null,
     });
   }
+  const atBoth = (scenario: string) => has(`${scenario}/engine`) && has(`${scenario}/floor`);
+  compare(
+    `group commit: fresh throughput, engine ≥ ${GROUP_FRESH_VS_FLOOR_AT_32} × floor, concurrency 32`,
+    summary.ratio('fresh', 32, 'engine', 'floor', 'throughput'),
+    (v) => v >= GROUP_FRESH_VS_FLOOR_AT_32,
+    atBoth('fresh') && concurrencies.includes(32),
+  );
+  compare(
+    `group commit: replay throughput, engine ≥ ${GROUP_REPLAY_VS_FLOOR_AT_32} × floor, concurrency 32`,
+    summary.ratio('replay', 32, 'engine', 'floor', 'throughput'),
+    (v) => v >= GROUP_REPLAY_VS_FLOOR_AT_32,
+    atBoth('replay') && concurrencies.includes(32),
+  );
+  compare(
+    `group commit: a lone fresh charge's p50, engine ≤ ${LONE_P50_VS_FLOOR_AT_1} × floor, concurrency 1`,
+    summary.ratio('fresh', 1, 'engine', 'floor', 'p50Ms'),
+    (v) => v <= LONE_P50_VS_FLOOR_AT_1,
+    atBoth('fresh') && concurrencies.includes(1),
+  );
   for (const scenario of ['fresh', 'replay'] as const) {
     compare(
       `${scenario} throughput with an OpenTelemetry SDK ≥ ${OTEL_VS_NONE_AT_8} × without, concurrency 8`,
