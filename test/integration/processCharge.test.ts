@@ -1,5 +1,4 @@
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { sql } from 'slonik';
 import {
   createChargeEngine,
   createEnginePool,
