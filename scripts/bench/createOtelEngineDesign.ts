@@ -1,12 +1,13 @@
 import { context } from '@opentelemetry/api';
 import { AsyncLocalStorageContextManager } from '@opentelemetry/context-async-hooks';
-import { AggregationTemporality, MeterProvider, MetricReader } from '@opentelemetry/sdk-metrics';
+import { MeterProvider } from '@opentelemetry/sdk-metrics';
 import {
   BasicTracerProvider,
   BatchSpanProcessor,
   type ReadableSpan,
   type SpanExporter,
 } from '@opentelemetry/sdk-trace-base';
+import { OnDemandMetricReader } from '../support/onDemandMetricReader.js';
 import type { BenchProvider } from './createBenchProvider.js';
 import { createEngineDesign } from './createEngineDesign.js';
 import type { Design, DesignConnection } from './Design.js';
@@ -16,19 +17,6 @@ const discardingExporter: SpanExporter = {
   export: (_spans: ReadableSpan[], done) => done({ code: 0 }),
   shutdown: () => Promise.resolve(),
 };
-
-/** A metric reader nobody collects from: the instruments still record every point. */
-class IdleReader extends MetricReader {
-  constructor() {
-    super({ aggregationTemporalitySelector: () => AggregationTemporality.CUMULATIVE });
-  }
-  protected onForceFlush(): Promise<void> {
-    return Promise.resolve();
-  }
-  protected onShutdown(): Promise<void> {
-    return Promise.resolve();
-  }
-}
 
 /**
  * `processCharge` with an OpenTelemetry SDK registered: every span recorded (batched to an
@@ -44,7 +32,7 @@ export async function createOtelEngineDesign(
   const tracerProvider = new BasicTracerProvider({
     spanProcessors: [new BatchSpanProcessor(discardingExporter)],
   });
-  const meterProvider = new MeterProvider({ readers: [new IdleReader()] });
+  const meterProvider = new MeterProvider({ readers: [new OnDemandMetricReader()] });
   const design = await createEngineDesign(connection, provider, {
     tracer: tracerProvider.getTracer('chargeonce'),
     meter: meterProvider.getMeter('chargeonce'),

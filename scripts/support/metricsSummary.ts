@@ -1,28 +1,10 @@
-import {
-  AggregationTemporality,
-  MeterProvider,
-  MetricReader,
-  type DataPoint,
-  type Histogram,
-} from '@opentelemetry/sdk-metrics';
+import { MeterProvider, type DataPoint, type Histogram } from '@opentelemetry/sdk-metrics';
 import type { Meter } from '@opentelemetry/api';
-
-/** A reader collected on demand: the demo reads the engine's own instruments at its end. */
-class OnDemandReader extends MetricReader {
-  constructor() {
-    super({ aggregationTemporalitySelector: () => AggregationTemporality.CUMULATIVE });
-  }
-  protected onForceFlush(): Promise<void> {
-    return Promise.resolve();
-  }
-  protected onShutdown(): Promise<void> {
-    return Promise.resolve();
-  }
-}
+import { OnDemandMetricReader } from './onDemandMetricReader.js';
 
 /** A meter for an engine, and a short summary of what that engine's instruments counted. */
 export function createMetricsSummary(): { meter: Meter; summarize(): Promise<string[]> } {
-  const reader = new OnDemandReader();
+  const reader = new OnDemandMetricReader();
   const provider = new MeterProvider({ readers: [reader] });
   return {
     meter: provider.getMeter('chargeonce'),

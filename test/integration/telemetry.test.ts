@@ -7,32 +7,14 @@ import {
   SimpleSpanProcessor,
   type ReadableSpan,
 } from '@opentelemetry/sdk-trace-base';
-import {
-  AggregationTemporality,
-  MeterProvider,
-  MetricReader,
-  type DataPoint,
-  type MetricData,
-} from '@opentelemetry/sdk-metrics';
+import { MeterProvider, type DataPoint, type MetricData } from '@opentelemetry/sdk-metrics';
 import { createChargeEngine, type ChargeEngineOptions } from '../../src/index.js';
 import { createFakeProvider } from '../../src/testing/index.js';
+import { OnDemandMetricReader } from '../../scripts/support/onDemandMetricReader.js';
 import { createTestDatabase, type TestDatabase } from '../support/testDatabase.js';
 import { aKey, aRequest, expireLease, seedInterruptedKey, waitFor } from '../support/charges.js';
 
 // Spans and metric points through the OpenTelemetry SDK's in-memory exporters.
-
-/** A reader collected on demand, cumulative, so each test reads the totals. */
-class OnDemandReader extends MetricReader {
-  constructor() {
-    super({ aggregationTemporalitySelector: () => AggregationTemporality.CUMULATIVE });
-  }
-  protected onForceFlush(): Promise<void> {
-    return Promise.resolve();
-  }
-  protected onShutdown(): Promise<void> {
-    return Promise.resolve();
-  }
-}
 
 let db: TestDatabase;
 const spans = new InMemorySpanExporter();
@@ -40,7 +22,7 @@ const tracerProvider = new BasicTracerProvider({
   spanProcessors: [new SimpleSpanProcessor(spans)],
 });
 const contextManager = new AsyncLocalStorageContextManager();
-let reader: OnDemandReader;
+let reader: OnDemandMetricReader;
 let meterProvider: MeterProvider;
 
 beforeAll(async () => {
@@ -53,7 +35,7 @@ afterAll(async () => {
 });
 beforeEach(() => {
   spans.reset();
-  reader = new OnDemandReader();
+  reader = new OnDemandMetricReader();
   meterProvider = new MeterProvider({ readers: [reader] });
 });
 
