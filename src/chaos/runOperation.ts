@@ -78,8 +78,13 @@ export async function runOperation(
       separateClaim: drawn.separateClaim,
       ...(drawn.faults ? { faults: drawn.faults } : {}),
     });
+    // The engine lives for this attempt only: what it borrowed from the pool goes back after.
+    const answer = engine.processCharge(op.key, op.request);
+    void answer
+      .catch(() => undefined)
+      .finally(() => void engine.close().catch(() => undefined));
     try {
-      const outcome = await engine.processCharge(op.key, op.request);
+      const outcome = await answer;
       const found = probe.found();
       sink.attempt({
         ...scoped,
