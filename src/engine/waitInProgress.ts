@@ -41,12 +41,16 @@ export async function waitInProgress(
         const { waiters } = pools;
         const payload = waiterPayload(env.tables.schema, scoped);
         // Waiting registered before the mark: a completion right after it is heard.
-        const woken = waiters.wait(payload, Math.min(left, FALLBACK_POLL_MS));
-        const marked = await withStore(() =>
-          waiters.markOnce(payload, () => markWaiting(pools.slonik, env.tables, scoped)),
-        );
-        // Not in progress any more: the outcome is there to read (or the key to take).
-        if (marked) await woken;
+        const wait = waiters.wait(payload, Math.min(left, FALLBACK_POLL_MS));
+        try {
+          const marked = await withStore(() =>
+            waiters.markOnce(payload, () => markWaiting(pools.slonik, env.tables, scoped)),
+          );
+          // Not in progress any more: the outcome is there to read (or the key to take).
+          if (marked) await wait.woken;
+        } finally {
+          wait.cancel();
+        }
         continue;
       }
       await new Promise((resolve) => setTimeout(resolve, Math.min(pauseMs, left)));

@@ -17,8 +17,11 @@ export type KeyWaiters = {
    * wait on it together: a storm of callers on one key costs one mark, not one each.
    */
   markOnce(payload: string, mark: () => Promise<boolean>): Promise<boolean>;
-  /** Resolves when `payload`'s key completes, or after `maxMs`, whichever comes first. */
-  wait(payload: string, maxMs: number): Promise<WaitResult>;
+  /**
+   * Registers a wait: `woken` resolves when `payload`'s key completes, or after `maxMs`,
+   * whichever comes first; `cancel` ends a wait no longer needed (it resolves as timed out).
+   */
+  wait(payload: string, maxMs: number): { woken: Promise<WaitResult>; cancel(): void };
   /** Ends the listener. */
   end(): Promise<void>;
 };
@@ -102,24 +105,29 @@ export function createKeyWaiters(pool: PgPoolLike): KeyWaiters {
       return marked;
     },
     wait(payload, maxMs) {
-      return new Promise<WaitResult>((resolve) => {
+      let cancel = () => {};
+      const woken = new Promise<WaitResult>((resolve) => {
         let set = waiting.get(payload);
         if (!set) waiting.set(payload, (set = new Set()));
-        const woken = () => {
+        const wake = () => {
           clearTimeout(timer);
           resolve('woken');
         };
-        const timer = setTimeout(() => {
-          set.delete(woken);
+        const stop = () => {
+          clearTimeout(timer);
+          set.delete(wake);
           if (set.size === 0) {
             waiting.delete(payload);
             // Nobody waits any more: the next waiter marks again (the key may have changed hands).
             marks.delete(payload);
           }
           resolve('timedOut');
-        }, maxMs);
-        set.add(woken);
+        };
+        const timer = setTimeout(stop, maxMs);
+        set.add(wake);
+        cancel = stop;
       });
+      return { woken, cancel };
     },
     async end() {
       ended = true;

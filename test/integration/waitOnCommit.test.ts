@@ -46,8 +46,8 @@ describe('the listener', () => {
     expect(await waiters.listen()).toBe(true);
     const scoped = { merchantId: 'm_1', operation: 'charge', key: aKey() };
     const other = { ...scoped, key: aKey() };
-    const woken = waiters.wait(waiterPayload('chargeonce', scoped), 60_000);
-    const notWoken = waiters.wait(waiterPayload('chargeonce', other), 300);
+    const woken = waiters.wait(waiterPayload('chargeonce', scoped), 60_000).woken;
+    const notWoken = waiters.wait(waiterPayload('chargeonce', other), 300).woken;
 
     await db.pool.query(
       sql.unsafe`SELECT pg_notify(${WAITERS_CHANNEL}, ${waiterPayload('chargeonce', scoped)})`,
