@@ -178,7 +178,10 @@ export type ChargeEngineOptions = {
   clock?: MonotonicClock;
   /**
    * `'reject'` answers at once with `IdempotencyKeyInUseError`; `{ waitMs }` waits up to `waitMs`
-   * for the running attempt's outcome first.
+   * for the running attempt's outcome first (then `IdempotencyKeyInUseError`). Callers of this
+   * engine with the same key and request share one attempt and get its outcome as a replay; on a
+   * node-postgres pool a caller waiting on an attempt elsewhere is woken by that attempt's commit
+   * (LISTEN/NOTIFY on one connection of the engine's own), polling only as a fallback.
    * @defaultValue `'reject'`
    */
   inProgress?: InProgressPolicy;
