@@ -80,9 +80,7 @@ export async function runOperation(
     });
     // The engine lives for this attempt only: what it borrowed from the pool goes back after.
     const answer = engine.processCharge(op.key, op.request);
-    void answer
-      .catch(() => undefined)
-      .finally(() => void engine.close().catch(() => undefined));
+    void answer.catch(() => undefined).finally(() => void engine.close().catch(() => undefined));
     try {
       const outcome = await answer;
       const found = probe.found();
