@@ -164,6 +164,46 @@ describe('waiters woken on commit', () => {
     await engine.close();
   });
 
+  it('a listener killed mid-wait: the waiter looks again, listens anew, and still gets the outcome', async () => {
+    const { provider, open, fake } = gatedProvider();
+    const engine = createChargeEngine({
+      pool: db.pgPool,
+      provider,
+      inProgress: { waitMs: 20_000 },
+    });
+    const other = createChargeEngine({ pool: db.pgPool, provider, inProgress: { waitMs: 20_000 } });
+    const key = aKey();
+    const winner = engine.processCharge(key, aRequest());
+    // The winner's claim is in: the key exists.
+    await waitFor(() =>
+      hasWaiters(key).then(
+        () => true,
+        () => false,
+      ),
+    );
+    const waiter = other.processCharge(key, aRequest());
+    await waitFor(() => hasWaiters(key));
+
+    const listeners = () =>
+      db.pool.anyFirst(
+        sql.type(z.object({ pid: z.number() }))`
+          SELECT pid FROM pg_stat_activity
+          WHERE datname = current_database() AND query = ${`LISTEN ${WAITERS_CHANNEL}`}`,
+      );
+    const killed = await listeners();
+    expect(killed).toHaveLength(1);
+    await db.pool.query(sql.unsafe`SELECT pg_terminate_backend(${killed[0] as number})`);
+    // The waiter was woken by the drop, met the key in progress again and listens anew.
+    await waitFor(async () => (await listeners()).some((pid) => pid !== killed[0]));
+    open();
+
+    const [won, waited] = await Promise.all([winner, waiter]);
+    expect(waited).toMatchObject({ replayed: true, body: won.body });
+    expect(fake.ledger()).toHaveLength(1);
+    await engine.close();
+    await other.close();
+  });
+
   it('a key nobody waits on is completed without a mark', async () => {
     const engine = createChargeEngine({
       pool: db.pgPool,
