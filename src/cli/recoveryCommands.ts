@@ -114,33 +114,3 @@ export async function statusCommand(options: RecoveryCommandOptions, print: Prin
     await engine.close();
   }
 }
-
-/**
- * `chargeonce requeue`: puts a key parked in `failed` back for the sweeper. Returns false when no
- * parked key matched (the command then exits 1).
- */
-export async function requeueCommand(
-  options: RecoveryCommandOptions,
-  target: { merchantId: string; key: string },
-  print: Print,
-): Promise<boolean> {
-  const engine = createChargeEngine({
-    pool: options.databaseUrl,
-    provider: noProvider,
-    ...(options.schema ? { schema: options.schema } : {}),
-    ...(options.operation ? { operation: options.operation } : {}),
-  });
-  try {
-    const requeued = await engine.requeue({
-      merchantId: target.merchantId,
-      key: target.key,
-      ...(options.operation ? { operation: options.operation } : {}),
-    });
-    const what = [target.merchantId, options.operation, target.key].filter(Boolean).join(' ');
-    if (options.json) print(JSON.stringify({ requeued }));
-    else print(requeued ? `requeued: ${what}` : `not requeued: no failed key ${what}`);
-    return requeued;
-  } finally {
-    await engine.close();
-  }
-}
