@@ -203,21 +203,20 @@ export function createChargeEngine(options: ChargeEngineOptions): ChargeEngine {
         env.observer.instruments?.invalid(env.operation);
         throw error;
       }
-      return observeCharge(env, { merchantId: v.request.merchantId, key: v.key }, () =>
-        env.inProgress === 'reject'
-          ? attemptUntilSettled(env, v)
-          : joinOrRun(
-              sharedAttempts,
-              `${v.request.merchantId}\n${v.key}\n${v.fingerprint}`,
-              env.inProgress.waitMs,
-              () =>
-                waitInProgress(
-                  env,
-                  { merchantId: v.request.merchantId, operation: env.operation, key: v.key },
-                  (env.inProgress as { waitMs: number }).waitMs,
-                  () => attemptUntilSettled(env, v),
-                ),
-            ),
+      const policy = env.inProgress;
+      if (policy === 'reject') {
+        return observeCharge(env, { merchantId: v.request.merchantId, key: v.key }, () =>
+          attemptUntilSettled(env, v),
+        );
+      }
+      const scoped = { merchantId: v.request.merchantId, operation: env.operation, key: v.key };
+      return observeCharge(env, scoped, () =>
+        joinOrRun(
+          sharedAttempts,
+          `${scoped.merchantId}\n${scoped.key}\n${v.fingerprint}`,
+          policy.waitMs,
+          () => waitInProgress(env, scoped, policy.waitMs, () => attemptUntilSettled(env, v)),
+        ),
       );
     },
     sweep: async (sweepOptions) => {

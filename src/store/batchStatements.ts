@@ -1,4 +1,5 @@
 import {
+  perSchema,
   prepared,
   WAITERS_CHANNEL,
   waiterPayloadSql,
@@ -111,18 +112,10 @@ function completeText(keys: string, charges: string, schema: string): string {
     ORDER BY i.n`;
 }
 
-const cache = new Map<string, BatchStatements>();
-
 /** The batch statements for one schema (named after their text, as `hotStatements`). */
-export function batchStatements(tables: Tables): BatchStatements {
-  const cached = cache.get(tables.schema);
-  if (cached) return cached;
-  const keys = `"${tables.schema}".idempotency_keys`;
-  const charges = `"${tables.schema}".charges`;
-  const statements = {
+export const batchStatements: (tables: Tables) => BatchStatements = perSchema(
+  ({ schema, keys, charges }) => ({
     claim: prepared(claimText(keys, charges)),
-    complete: prepared(completeText(keys, charges, tables.schema)),
-  };
-  cache.set(tables.schema, statements);
-  return statements;
-}
+    complete: prepared(completeText(keys, charges, schema)),
+  }),
+);

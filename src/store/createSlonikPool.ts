@@ -4,6 +4,17 @@ import { resultParserInterceptor } from './resultParserInterceptor.js';
 import { isStoreUnavailable } from './storeErrors.js';
 
 /**
+ * What every slonik pool of chargeonce's is made with: rows checked against their zod schema,
+ * and no `DISCARD ALL` on release (see below).
+ */
+export const SLONIK_POOL_SETTINGS = {
+  interceptors: [resultParserInterceptor],
+  // A no-op that still awaits: slonik 47's release path needs to yield here, or a released
+  // connection handed straight to a waiting client is stuck in its "pending release" state.
+  resetConnection: async () => {},
+};
+
+/**
  * A slonik pool of its own on a connection string, tuned like the engine's: for chargeonce's
  * internal tools (the chaos harness, reconciliation) and its tests, which speak slonik. The
  * public way to a pool is `createEnginePool` (node-postgres).
@@ -21,11 +32,8 @@ export async function createSlonikPool(
 ): Promise<DatabasePool> {
   try {
     return await createPool(connectionString, {
+      ...SLONIK_POOL_SETTINGS,
       maximumPoolSize: options.maximumPoolSize ?? 10,
-      interceptors: [resultParserInterceptor],
-      // A no-op that still awaits: slonik 47's release path needs to yield here, or a released
-      // connection handed straight to a waiting client is stuck in its "pending release" state.
-      resetConnection: async () => {},
     });
   } catch (error) {
     if (isStoreUnavailable(error)) throw new StoreUnavailableError({ cause: error });

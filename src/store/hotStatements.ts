@@ -117,23 +117,38 @@ export function waiterPayload(
   return `${schema}\n${scoped.merchantId}\n${scoped.operation}\n${scoped.key}`;
 }
 
-const cache = new Map<string, HotStatements>();
+/** The quoted names a statement's text is built from, for one schema. */
+export type SchemaNames = { schema: string; keys: string; charges: string };
+
+/**
+ * Statements built once per schema and kept: `build` gets the schema's quoted table names. The
+ * schema name was checked by `tablesIn` (a plain lower-case identifier), so quoting it is enough.
+ */
+export function perSchema<T>(build: (names: SchemaNames) => T): (tables: Tables) => T {
+  const cache = new Map<string, T>();
+  return (tables) => {
+    let built = cache.get(tables.schema);
+    if (built === undefined) {
+      const { schema } = tables;
+      built = build({
+        schema,
+        keys: `"${schema}".idempotency_keys`,
+        charges: `"${schema}".charges`,
+      });
+      cache.set(schema, built);
+    }
+    return built;
+  };
+}
 
 /**
  * The hot statements as text: sent to node-postgres with `name` set, PostgreSQL parses and plans
  * each once per connection and each call is one Bind/Execute round trip; through slonik the same
- * text is sent unnamed. The schema name was checked by `tablesIn` (a plain lower-case
- * identifier), so quoting it is enough.
+ * text is sent unnamed.
  */
-export function hotStatements(tables: Tables): HotStatements {
-  const cached = cache.get(tables.schema);
-  if (cached) return cached;
-  const keys = `"${tables.schema}".idempotency_keys`;
-  const charges = `"${tables.schema}".charges`;
-  const statements = {
+export const hotStatements: (tables: Tables) => HotStatements = perSchema(
+  ({ schema, keys, charges }) => ({
     claim: prepared(claimText(keys, charges)),
-    complete: prepared(completeText(keys, charges, tables.schema)),
-  };
-  cache.set(tables.schema, statements);
-  return statements;
-}
+    complete: prepared(completeText(keys, charges, schema)),
+  }),
+);

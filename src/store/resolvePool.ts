@@ -5,7 +5,7 @@ import { pgPoolDriverFactory } from './pgPoolDriver.js';
 import type { GroupCommit } from './groupCommit.js';
 import type { KeyWaiters } from './keyWaiters.js';
 import type { PgPoolLike } from './pgPoolLike.js';
-import { resultParserInterceptor } from './resultParserInterceptor.js';
+import { SLONIK_POOL_SETTINGS } from './createSlonikPool.js';
 import { isStoreUnavailable } from './storeErrors.js';
 
 /**
@@ -136,10 +136,7 @@ async function slonikOver(pool: PgPoolLike): Promise<DatabasePool> {
     driverFactory: pgPoolDriverFactory(pool),
     maximumPoolSize: typeof max === 'number' && max > 0 ? max : 10,
     idleTimeout: 100,
-    interceptors: [resultParserInterceptor],
-    // A no-op that still awaits: slonik 47's release path needs to yield here, or a released
-    // connection handed straight to a waiting client is stuck in its "pending release" state.
-    resetConnection: async () => {},
+    ...SLONIK_POOL_SETTINGS,
   });
 }
 
