@@ -117,11 +117,15 @@ const stop = (signal: NodeJS.Signals) =>
       server.close(() => resolve());
       server.closeIdleConnections();
     });
-    await providerServer.close();
-    await meterProvider.shutdown();
-    await engine.close();
-    await pool.end();
-    await database.stop();
+    try {
+      await providerServer.close();
+      await meterProvider.shutdown();
+      await engine.close();
+      await pool.end();
+    } finally {
+      // Whatever failed above, the embedded cluster goes.
+      await database.stop();
+    }
   })());
 for (const signal of ['SIGINT', 'SIGTERM'] as const) {
   // `once`: a second signal finds no listener and ends the process the default way.

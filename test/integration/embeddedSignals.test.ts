@@ -104,11 +104,14 @@ describe('embedded PostgreSQL ends with the program', () => {
         authorization: 'Bearer sk_test_shop',
         'content-type': 'application/json',
         'idempotency-key': 'k-serve-metrics',
+        connection: 'close',
       },
       body: JSON.stringify({ customerId: 'c_ada', amountMinor: 2000, currency: 'NGN' }),
     });
     expect(charged.status).toBe(201);
-    const metrics = await (await fetch(`${String(api)}/metrics`)).text();
+    const metrics = await (
+      await fetch(`${String(api)}/metrics`, { headers: { connection: 'close' } })
+    ).text();
     expect(metrics).toMatch(
       /chargeonce_charges_total\{[^}]*chargeonce_outcome_status="succeeded"[^}]*\} 1/,
     );
