@@ -7,7 +7,7 @@ import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { findPostgresBinaries } from './embedded/postgresBinaries.js';
 import {
-  hasExited,
+  killGroup,
   runInitdb,
   runPostmaster,
   stopProgram,
@@ -71,10 +71,15 @@ export async function startEmbeddedPostgres(
       }
     })());
   const abandon = () => {
-    if (running && !hasExited(running)) running.kill('SIGKILL');
-    // A backend still exiting after its postmaster may hold the folder for a moment.
-    rmSync(root, { recursive: true, force: true, maxRetries: 5, retryDelay: 50 });
-    untie();
+    if (running) killGroup(running);
+    try {
+      // A process just killed may hold the folder for a moment.
+      rmSync(root, { recursive: true, force: true, maxRetries: 5, retryDelay: 50 });
+    } catch (error) {
+      process.stderr.write(`could not remove ${root}: ${String(error)}\n`);
+    } finally {
+      untie();
+    }
   };
   // Tied before anything runs: a Ctrl-C during initdb must remove the folder too.
   const untie = stopWithProcess({ stop, abandon });

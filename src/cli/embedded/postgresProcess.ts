@@ -83,9 +83,22 @@ export async function stopProgram(child: ChildProcess, deadlineMs = 10_000): Pro
   const outcome = await Promise.race([exited, late]);
   clearTimeout(timer);
   if (outcome === 'late') {
-    // Its backends follow it: each one exits when it sees the postmaster gone.
-    child.kill('SIGKILL');
+    killGroup(child);
     await exited;
+  }
+}
+
+/**
+ * Kills the program and every process it started (a postmaster's backends, its checkpointer)
+ * at once: they share its process group. A postmaster killed alone leaves its children running
+ * until they notice, and a checkpointer still writing WAL keeps its folder from being removed.
+ */
+export function killGroup(child: ChildProcess): void {
+  if (child.pid === undefined || hasExited(child)) return;
+  try {
+    process.kill(-child.pid, 'SIGKILL');
+  } catch {
+    // Already gone (ESRCH): nothing left to kill.
   }
 }
 
@@ -97,7 +110,9 @@ export function hasExited(child: ChildProcess): boolean {
 function spawnAs(file: string, args: string[], as: RunAs): ChildProcess {
   // Messages in English whatever the machine's locale: readiness is read from the log.
   const env = { ...process.env, LC_ALL: 'C' };
-  return spawn(file, args, { ...as.ids, env, stdio: ['ignore', 'pipe', 'pipe'] });
+  // A process group of its own: a terminal's Ctrl-C then reaches only this program, which stops
+  // the server itself, in order; and `killGroup` can end the server with all its processes.
+  return spawn(file, args, { ...as.ids, env, stdio: ['ignore', 'pipe', 'pipe'], detached: true });
 }
 
 /** Logs the child's output as it comes, and keeps its tail for error messages. */

@@ -7,8 +7,14 @@ export type LiveServer = {
 };
 
 const SIGNALS = ['SIGINT', 'SIGTERM', 'SIGHUP'] as const;
+/**
+ * Signals this soon after the first are the same interrupt: a terminal's Ctrl-C reaches the
+ * program once from the terminal and again from each wrapper that relays it (npm, tsx), within
+ * milliseconds. Only a signal after this is a person asking a second time.
+ */
+const SAME_INTERRUPT_MS = 1_000;
 const live = new Set<LiveServer>();
-let signalsSeen = 0;
+let firstSignalAt: number | undefined;
 
 /**
  * Ties a server to the life of this process, so that Ctrl-C, a `kill` or an exit never leaves
@@ -18,7 +24,8 @@ let signalsSeen = 0;
  *   server is stopped and its folder removed, and then the signal is raised again, so the
  *   process ends as it would have ended (exit status 128 + the signal's number).
  * - When the program does listen (as `npm run serve` does, to close its HTTP server first), the
- *   program stops its servers itself; a second signal kills them and ends the process.
+ *   program stops its servers itself; a second signal (not a relay of the first) kills them and
+ *   ends the process.
  * - On exit (`process.exit`, an uncaught exception), whatever is still live is killed and its
  *   folder removed, synchronously.
  *
@@ -34,7 +41,7 @@ export function stopWithProcess(server: LiveServer): () => void {
 }
 
 function listen(): void {
-  signalsSeen = 0;
+  firstSignalAt = undefined;
   for (const signal of SIGNALS) process.on(signal, onSignal);
   process.on('exit', abandonAll);
 }
@@ -45,12 +52,14 @@ function unlisten(): void {
 }
 
 function onSignal(signal: NodeJS.Signals): void {
-  signalsSeen += 1;
-  if (signalsSeen > 1) {
+  const now = performance.now();
+  if (firstSignalAt !== undefined) {
+    if (now - firstSignalAt < SAME_INTERRUPT_MS) return;
     abandonAll();
     raiseAgain(signal);
     return;
   }
+  firstSignalAt = now;
   // Someone else listens: the program shuts down its own way, servers included.
   if (process.listenerCount(signal) > 1) return;
   void Promise.allSettled([...live].map((server) => server.stop())).then(() => raiseAgain(signal));
