@@ -12,6 +12,14 @@ export type {
   HookContext,
   InProgressPolicy,
 } from './engine/types.js';
+export type {
+  CaptureOutcome,
+  CaptureRequest,
+  MovementRefusal,
+  MovementStatus,
+  RefundOutcome,
+  RefundRequest,
+} from './engine/movementTypes.js';
 export { migrate } from './store/migrate.js';
 export type { MigrateOptions, MigrateResult } from './store/migrate.js';
 export { createEnginePool } from './store/resolvePool.js';
@@ -41,8 +49,13 @@ export {
 export type { ChargeOnceErrorCode, FieldIssue } from './errors.js';
 export { ProviderTransientError } from './provider/PaymentProvider.js';
 export type {
+  CaptureInput,
   CreateChargeInput,
+  CreateRefundInput,
+  FindCaptureInput,
   PaymentProvider,
+  ProviderCapture,
+  ProviderRefund,
   FindChargeOptions,
   ProviderCallOptions,
   ProviderCharge,

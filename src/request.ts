@@ -21,7 +21,8 @@ const idempotencyKeySchema = z
   .max(255, 'must be at most 255 characters')
   .regex(PRINTABLE_ASCII, 'must be printable ASCII');
 
-const exactId = z
+/** An id the caller chose: stored and compared exactly, so no edge whitespace or controls. */
+export const exactId = z
   .string()
   .min(1, 'must not be empty')
   .max(255, 'must be at most 255 characters')
@@ -122,13 +123,16 @@ const chargeRequestSchema = z
       .refine(storable, UNSTORABLE_MESSAGE)
       .optional(),
     metadata: metadataSchema,
+    capture: z.boolean().optional(),
   })
   .strict()
-  // Absent optional fields are left out, so the request has no `metadata: undefined` either.
-  .transform(({ description, metadata, ...required }): ChargeRequest => ({
+  // Absent optional fields are left out, so the request has no `metadata: undefined` either;
+  // `capture: true` is the default, the same request as none (and the same fingerprint).
+  .transform(({ description, metadata, capture, ...required }): ChargeRequest => ({
     ...required,
     ...(description === undefined ? {} : { description }),
     ...(metadata === undefined ? {} : { metadata }),
+    ...(capture === false ? { capture: false } : {}),
   }));
 
 /** What a caller asks chargeonce to charge. */
@@ -141,6 +145,11 @@ export type ChargeRequest = {
   currency: string;
   description?: string;
   metadata?: Record<string, string>;
+  /**
+   * `false`: authorize only, and take the money later with `processCapture`. Absent (or `true`):
+   * authorize and capture at once (validation leaves `true` out: the same request as none).
+   */
+  capture?: boolean;
 };
 
 /** A validated request with its canonical text and fingerprint. */
@@ -268,8 +277,21 @@ export function validateChargeRequest(key: unknown, request: unknown): Validated
  * and what words every refusal.
  */
 export function validateWithSchema(key: unknown, request: unknown): ValidatedRequest {
+  return validateKeyedRequest(chargeRequestSchema, key, request);
+}
+
+/**
+ * Validates a key and a request of any operation against `schema`, in the project's words, and
+ * gives the request's canonical text and fingerprint.
+ * @throws {InvalidRequestError} naming every invalid field; nothing is written.
+ */
+export function validateKeyedRequest<T>(
+  schema: z.ZodType<T, z.ZodTypeDef, unknown>,
+  key: unknown,
+  request: unknown,
+): { key: string; request: T; canonical: string; fingerprint: string } {
   const parsedKey = idempotencyKeySchema.safeParse(key, { errorMap: projectErrorMap });
-  const parsedRequest = chargeRequestSchema.safeParse(request, { errorMap: projectErrorMap });
+  const parsedRequest = schema.safeParse(request, { errorMap: projectErrorMap });
   if (!parsedKey.success || !parsedRequest.success) {
     throw new InvalidRequestError(
       [

@@ -25,7 +25,7 @@ import { errorText, releaseAfterFailure } from './releaseQuietly.js';
 import type { ChargeOutcome, CrashPoint } from './types.js';
 
 /** How long to suggest a caller waits after a transient provider failure. */
-const PROVIDER_RETRY_AFTER_MS = 1_000;
+export const PROVIDER_RETRY_AFTER_MS = 1_000;
 
 /** A charge whose key this attempt holds, at `reserved`. */
 export type OwnedCharge = LeasedKey & {
@@ -334,6 +334,7 @@ async function obtainProviderCharge(
         ? {}
         : { description: charge.request.description }),
       ...(charge.request.metadata === undefined ? {} : { metadata: charge.request.metadata }),
+      ...(charge.request.capture === false ? { capture: false as const } : {}),
     };
     const created: unknown = await observeProvider(env, charge, 'create', () =>
       callProvider((signal) => provider.createCharge(input, { signal }), budget()),
@@ -392,7 +393,7 @@ async function observeProvider<T>(
  * idempotency window a charge under the same key is deduplicated, so a lookup that lags is
  * harmless; past it, only an authoritative lookup may lead to a charge (or a cancel).
  */
-function untrustedNotFound(
+export function untrustedNotFound(
   provider: EngineEnv['provider'],
   reservation: Reservation | null,
 ): string | null {

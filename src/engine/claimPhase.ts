@@ -71,6 +71,7 @@ export async function claimPhase(
     currency: v.request.currency,
     description: v.request.description ?? null,
     metadata: v.request.metadata ?? null,
+    authorizedOnly: v.request.capture === false,
   };
   // Read before the pool is even asked for a connection: the lease is measured from here.
   const claimSentAt = env.clock.now();
@@ -196,9 +197,9 @@ function fastClaim(env: EngineEnv, pools: StorePools) {
  * A 422 that names the fields that differ from the stored request (the claim returned it because
  * the fingerprints differ). A tombstone keeps no request: then the refusal names none.
  */
-function reusedKeyError(
+export function reusedKeyError(
   storedRequest: string | null,
-  v: ValidatedRequest,
+  v: { canonical: string },
 ): IdempotencyKeyReusedError {
   if (!storedRequest) return new IdempotencyKeyReusedError();
   try {

@@ -33,7 +33,16 @@ import type {
   ResolveResult,
 } from '../admin/types.js';
 import { runAttempt } from './runAttempt.js';
+import { runMovement } from './runMovement.js';
+import { CAPTURE, REFUND } from './movementDefinitions.js';
+import { validateCaptureRequest, validateRefundRequest } from '../movementRequest.js';
 import type { ChargeEngineOptions, ChargeOutcome, MonotonicClock } from './types.js';
+import type {
+  CaptureOutcome,
+  CaptureRequest,
+  RefundOutcome,
+  RefundRequest,
+} from './movementTypes.js';
 
 /** The engine: charges exactly once per key. */
 export type ChargeEngine = {
@@ -56,6 +65,23 @@ export type ChargeEngine = {
    * An error thrown by one of your hooks passes through unchanged (the phase rolled back).
    */
   processCharge(key: string, request: ChargeRequest): Promise<ChargeOutcome>;
+  /**
+   * Refunds part or all of a captured charge, once for `key` however many times it is called.
+   * The refund is reserved against the charge in the claim's commit: the refunds of a charge,
+   * succeeded and in doubt together, never exceed what was captured, whatever the keys and the
+   * concurrency; one that would is `refused` (stored and replayed like any outcome). A refund
+   * whose provider call failed keeps its reservation until it is adopted or cancelled.
+   * Throws as `processCharge` does; `InvalidConfigurationError` when the provider has no
+   * `createRefund`/`findRefund`.
+   */
+  processRefund(key: string, request: RefundRequest): Promise<RefundOutcome>;
+  /**
+   * Captures all or part of a charge made with `capture: false`, once for `key`: at most one
+   * capture per authorization (a second key is `refused`), never more than authorized.
+   * Throws as `processCharge` does; `InvalidConfigurationError` when the provider has no
+   * `capture`/`findCapture`.
+   */
+  processCapture(key: string, request: CaptureRequest): Promise<CaptureOutcome>;
   /**
    * One recovery pass: finishes abandoned charges (adopt, cancel or complete; see `onAbandoned`).
    * Safe to run from any number of processes at once.
@@ -219,6 +245,34 @@ export function createChargeEngine(options: ChargeEngineOptions): ChargeEngine {
         ),
       );
     },
+    processRefund: async (key, request) => {
+      if (!observing) await observerReady;
+      const v = validateRefundRequest(key, request);
+      const outcome = await runMovement(env, REFUND, v);
+      return {
+        status: outcome.status,
+        httpStatus: outcome.httpStatus,
+        body: outcome.body,
+        replayed: outcome.replayed,
+        refundId: outcome.movementId,
+        chargeId: outcome.chargeId,
+        providerRefundId: outcome.providerMovementId,
+      };
+    },
+    processCapture: async (key, request) => {
+      if (!observing) await observerReady;
+      const v = validateCaptureRequest(key, request);
+      const outcome = await runMovement(env, CAPTURE, v);
+      return {
+        status: outcome.status,
+        httpStatus: outcome.httpStatus,
+        body: outcome.body,
+        replayed: outcome.replayed,
+        captureId: outcome.movementId,
+        chargeId: outcome.chargeId,
+        providerCaptureId: outcome.providerMovementId,
+      };
+    },
     sweep: async (sweepOptions) => {
       if (!observing) await observerReady;
       return sweep(env, recovery, sweepOptions);
@@ -320,6 +374,11 @@ function buildEnv(options: ChargeEngineOptions): EngineEnv {
   }
   if (typeof operation !== 'string' || !/^[a-z][a-z0-9_.-]{0,62}$/.test(operation)) {
     throw new InvalidConfigurationError('operation must be a short lower-case name, e.g. "charge"');
+  }
+  if (operation === 'refund' || operation === 'capture') {
+    throw new InvalidConfigurationError(
+      `operation "${operation}" is taken by processRefund and processCapture; name charges otherwise`,
+    );
   }
   if (inProgress !== 'reject') {
     if (!(Number.isInteger(inProgress.waitMs) && inProgress.waitMs >= 0)) {

@@ -28,6 +28,7 @@ export async function reservePhase(
     currency: charge.request.currency,
     description: charge.request.description ?? null,
     metadata: charge.request.metadata ?? null,
+    authorizedOnly: charge.request.capture === false,
   };
   const pool = await env.pool();
   try {

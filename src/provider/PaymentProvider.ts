@@ -11,6 +11,11 @@ export type CreateChargeInput = {
   currency: string;
   description?: string;
   metadata?: Record<string, string>;
+  /**
+   * `false`: authorize only; the money is taken later by `capture` (at most once, never more than
+   * authorized). Absent: authorize and capture at once.
+   */
+  capture?: false;
 };
 
 /** A charge as the provider records it. */
@@ -33,6 +38,62 @@ export type FindChargeOptions = ProviderCallOptions & {
    */
   reservedAt: Date;
 };
+
+/** What chargeonce asks a provider to refund: part or all of a charge it captured. */
+export type CreateRefundInput = {
+  /** Stable across every retry of one refund; the provider must dedupe on it. */
+  providerKey: string;
+  merchantId: string;
+  /** chargeonce's local refund id (a UUID), the same on every retry of the key. */
+  refundId: string;
+  /** chargeonce's local charge id. */
+  chargeId: string;
+  /** The provider's id of the charge refunded. */
+  providerChargeId: string;
+  amountMinor: number;
+  currency: string;
+  reason?: string;
+};
+
+/** A refund as the provider records it. `failed`: the provider refused it (a real answer). */
+export type ProviderRefund = {
+  id: string;
+  status: 'succeeded' | 'failed';
+  amountMinor: number;
+  currency: string;
+  failureCode?: string;
+};
+
+/** What chargeonce asks a provider to capture of a charge it only authorized. */
+export type CaptureInput = {
+  /** Stable across every retry of one capture; the provider must dedupe on it. */
+  providerKey: string;
+  merchantId: string;
+  /** chargeonce's local capture id (a UUID), the same on every retry of the key. */
+  captureId: string;
+  chargeId: string;
+  /** The provider's id of the authorized charge. */
+  providerChargeId: string;
+  /** How much to capture: at most what was authorized. */
+  amountMinor: number;
+  currency: string;
+};
+
+/**
+ * A capture as the provider records it: `id` names it (a provider without capture objects may
+ * use the charge's id), `amountMinor` is what was captured. `failed`: the provider refused it (an
+ * expired authorization, say).
+ */
+export type ProviderCapture = {
+  id: string;
+  status: 'succeeded' | 'failed';
+  amountMinor: number;
+  currency: string;
+  failureCode?: string;
+};
+
+/** What a capture lookup is told: the key, and the charge it was for. */
+export type FindCaptureInput = { providerKey: string; providerChargeId: string };
 
 /**
  * The port a payment provider adapter implements.
@@ -60,6 +121,20 @@ export interface PaymentProvider {
    * @defaultValue `true`
    */
   readonly lookupIsAuthoritative?: boolean;
+  /**
+   * Refunds part or all of a captured charge, deduplicating on `input.providerKey`. Optional:
+   * `processRefund` needs it (and `findRefund`).
+   */
+  createRefund?(input: CreateRefundInput, opts: ProviderCallOptions): Promise<ProviderRefund>;
+  /** Finds the refund made under `providerKey`, whether or not the provider still dedupes it. */
+  findRefund?(providerKey: string, opts: FindChargeOptions): Promise<ProviderRefund | null>;
+  /**
+   * Captures an authorized charge (made with `capture: false`), deduplicating on
+   * `input.providerKey`. Optional: `processCapture` needs it (and `findCapture`).
+   */
+  capture?(input: CaptureInput, opts: ProviderCallOptions): Promise<ProviderCapture>;
+  /** Finds the capture made under `input.providerKey` (or of its charge), if any. */
+  findCapture?(input: FindCaptureInput, opts: FindChargeOptions): Promise<ProviderCapture | null>;
 }
 
 /**

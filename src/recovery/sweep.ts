@@ -14,6 +14,22 @@ import { withStore } from '../store/storeErrors.js';
 import { chargePhase } from '../engine/chargePhase.js';
 import type { EngineEnv } from '../engine/engineEnv.js';
 import { errorText } from '../engine/releaseQuietly.js';
+import { movementDefinition, MOVEMENT_DEFINITIONS } from '../engine/movementDefinitions.js';
+import { finishMovement } from './finishMovement.js';
+
+/** The charge's operation, and the movements its provider can make (refunds, captures). */
+function sweptOperations(env: EngineEnv): string[] {
+  const operations = [env.operation];
+  for (const def of MOVEMENT_DEFINITIONS) {
+    try {
+      def.requireProvider(env.provider);
+      operations.push(def.kind);
+    } catch {
+      // This provider cannot make them, so none were reserved through this engine.
+    }
+  }
+  return operations;
+}
 
 /** Options of one sweep pass. */
 export type SweepOptions = {
@@ -86,7 +102,7 @@ export type SweepSettings = {
 /** How the reason of a key parked because the provider could not answer begins. */
 export const PROVIDER_SILENT_REASON_PREFIX = 'the provider could not answer';
 
-type KeyResult = Exclude<keyof SweepResult, 'examined' | 'errored'>;
+export type KeyResult = Exclude<keyof SweepResult, 'examined' | 'errored'>;
 
 /**
  * One recovery pass: takes abandoned keys (lease run out, no activity for `graceMs`) and finishes
@@ -133,7 +149,7 @@ async function sweepPass(
   const pool = await env.pool();
   const keys = await withStore(() =>
     pickAbandonedKeys(pool, env.tables, {
-      operation: env.operation,
+      operations: sweptOperations(env),
       limit,
       graceMs: settings.graceMs,
       leaseMs: env.leaseMs,
@@ -170,6 +186,8 @@ async function finishKey(
     if (parked) env.observer.event({ type: 'parked', ...scoped, reason });
     return parked ? 'failed' : 'skipped';
   };
+  const movement = movementDefinition(key.operation);
+  if (movement) return finishMovement(env, settings, movement, key, pickSentAt, park);
   if (key.recoveryPoint === 'started') {
     // Nothing reserved, nothing charged: free the key, however many attempts it had.
     const deleted = await withStore(() =>
@@ -211,23 +229,37 @@ async function finishKey(
         return 'resumed';
     }
   } catch (error) {
-    // The phase parked the key with the reason.
-    if (error instanceof ProviderAnswerInvalidError || error instanceof ChargeNeedsAttentionError) {
-      return 'failed';
-    }
-    if (error instanceof ProviderUnavailableError || error instanceof ProviderError) {
-      // The provider could not say whether it charged; the phase released the lease and noted
-      // why. Only now does the attempt count matter: past it, a person takes over.
-      if (key.attempts <= settings.maxAttempts) return 'skipped';
-      return park(
-        `${PROVIDER_SILENT_REASON_PREFIX} after ${key.attempts} attempts; last error: ${errorText(error.cause ?? error)}`,
-      );
-    }
-    if (error instanceof IdempotencyKeyInUseError) return 'skipped';
-    if (error instanceof ChargeOnceError) throw error;
-    // A hook threw: the phase rolled back and released the lease; a later pass retries, until
-    // the hook has failed past maxAttempts (then it is a person's to fix, not a loop's).
-    if (key.attempts <= settings.maxAttempts) return 'skipped';
-    return park(`a hook kept failing after ${key.attempts} attempts: ${errorText(error)}`);
+    return resultOfFailure(error, settings, key.attempts, park);
   }
+}
+
+/**
+ * What a sweep did with a key whose phase threw: parked already, skipped for a later pass, or
+ * parked now because the provider (or a hook) kept failing past `maxAttempts`.
+ * @throws the error itself when it is the store's (the pass counts it as `errored`).
+ */
+export async function resultOfFailure(
+  error: unknown,
+  settings: SweepSettings,
+  attempts: number,
+  park: (reason: string) => Promise<KeyResult>,
+): Promise<KeyResult> {
+  // The phase parked the key with the reason.
+  if (error instanceof ProviderAnswerInvalidError || error instanceof ChargeNeedsAttentionError) {
+    return 'failed';
+  }
+  if (error instanceof ProviderUnavailableError || error instanceof ProviderError) {
+    // The provider could not say whether it charged; the phase released the lease and noted
+    // why. Only now does the attempt count matter: past it, a person takes over.
+    if (attempts <= settings.maxAttempts) return 'skipped';
+    return park(
+      `${PROVIDER_SILENT_REASON_PREFIX} after ${attempts} attempts; last error: ${errorText(error.cause ?? error)}`,
+    );
+  }
+  if (error instanceof IdempotencyKeyInUseError) return 'skipped';
+  if (error instanceof ChargeOnceError) throw error;
+  // A hook threw: the phase rolled back and released the lease; a later pass retries, until
+  // the hook has failed past maxAttempts (then it is a person's to fix, not a loop's).
+  if (attempts <= settings.maxAttempts) return 'skipped';
+  return park(`a hook kept failing after ${attempts} attempts: ${errorText(error)}`);
 }

@@ -23,10 +23,10 @@ function claimText(keys: string, charges: string): string {
     WITH input AS (
       SELECT * FROM unnest($1::text[], $2::text[], $3::text[], $4::text[], $5::text[],
         $6::boolean[], $7::uuid[], $8::uuid[], $9::float8[], $10::text[], $11::bigint[],
-        $12::text[], $13::text[], $14::jsonb[], $15::text[])
+        $12::text[], $13::text[], $14::jsonb[], $15::text[], $16::boolean[])
         WITH ORDINALITY AS i(merchant_id, operation, key, request_hash, request, reserve,
           charge_id, lock_token, lease_ms, customer_id, amount_minor, currency, description,
-          metadata, provider_key, n)
+          metadata, provider_key, authorized_only, n)
     ), existing AS (
       SELECT i.n, k.request_hash, k.recovery_point, k.charge_id::text AS charge_id,
         (k.lock_token IS NOT NULL AND k.locked_until > now()) AS lease_held,
@@ -53,9 +53,9 @@ function claimText(keys: string, charges: string): string {
       RETURNING merchant_id, operation, key, charge_id
     ), intent AS (
       INSERT INTO ${charges} (merchant_id, id, customer_id, amount_minor, currency, description,
-        metadata, provider_key, status)
+        metadata, provider_key, status, authorized_only)
       SELECT i.merchant_id, i.charge_id, i.customer_id, i.amount_minor, i.currency,
-        i.description, i.metadata, i.provider_key, 'reserved'
+        i.description, i.metadata, i.provider_key, 'reserved', i.authorized_only
       FROM claimed cl
       JOIN input i ON i.merchant_id = cl.merchant_id AND i.operation = cl.operation
         AND i.key = cl.key

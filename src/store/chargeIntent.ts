@@ -10,6 +10,8 @@ export type ChargeIntent = {
   currency: string;
   description: string | null;
   metadata: Record<string, string> | null;
+  /** Made with `capture: false`: the money is taken later, by a capture. */
+  authorizedOnly: boolean;
 };
 
 /**
@@ -24,11 +26,11 @@ export function insertChargeIntent(
 ): FragmentSqlToken {
   return sql.fragment`
     INSERT INTO ${tables.charges} (merchant_id, id, customer_id, amount_minor, currency,
-      description, metadata, provider_key, status)
+      description, metadata, provider_key, status, authorized_only)
     SELECT ${intent.merchantId}, charge_id, ${intent.customerId}, ${intent.amountMinor},
       ${intent.currency}, ${intent.description},
       ${intent.metadata === null ? null : sql.jsonb(intent.metadata)}, ${intent.providerKey},
-      'reserved'
+      'reserved', ${intent.authorizedOnly}
     FROM ${source}
     RETURNING id`;
 }

@@ -49,6 +49,7 @@ export function claimValues(input: ClaimInput): unknown[] {
     input.description,
     input.metadata === null ? null : JSON.stringify(input.metadata),
     input.providerKey,
+    input.authorizedOnly,
   ];
 }
 

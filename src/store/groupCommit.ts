@@ -61,7 +61,7 @@ export function createGroupCommit(pool: PgPoolLike, tables: Tables): GroupCommit
       many: async (inputs) => {
         const result = await pool.query({
           ...statements.claim,
-          values: columns(inputs.map(claimValues), 15),
+          values: columns(inputs.map(claimValues), 16),
         });
         return result.rows.map((row) => toClaimResult(row));
       },

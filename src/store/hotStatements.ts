@@ -25,7 +25,8 @@ export function prepared(text: string): PreparedStatement {
  * this statement's snapshot gets `claimed = false` and no state: the caller reads the key again.
  *
  * Parameters: merchant, operation, key, request hash, canonical request, reserve, charge id, lock
- * token, lease ms, customer, amount, currency, description, metadata (jsonb), provider key.
+ * token, lease ms, customer, amount, currency, description, metadata (jsonb), provider key,
+ * authorized only (`capture: false`).
  * The state columns are those of `keyStateColumns`: change both together.
  */
 function claimText(keys: string, charges: string): string {
@@ -52,9 +53,9 @@ function claimText(keys: string, charges: string): string {
       RETURNING charge_id
     ), intent AS (
       INSERT INTO ${charges} (merchant_id, id, customer_id, amount_minor, currency, description,
-        metadata, provider_key, status)
+        metadata, provider_key, status, authorized_only)
       SELECT $1::text, charge_id, $10::text, $11::bigint, $12::text, $13::text, $14::jsonb,
-        $15::text, 'reserved'
+        $15::text, 'reserved', $16::boolean
       FROM claimed
       WHERE $6::boolean
       RETURNING id
@@ -118,7 +119,7 @@ export function waiterPayload(
 }
 
 /** The quoted names a statement's text is built from, for one schema. */
-export type SchemaNames = { schema: string; keys: string; charges: string };
+export type SchemaNames = { schema: string; keys: string; charges: string; movements: string };
 
 /**
  * Statements built once per schema and kept: `build` gets the schema's quoted table names. The
@@ -134,6 +135,7 @@ export function perSchema<T>(build: (names: SchemaNames) => T): (tables: Tables)
         schema,
         keys: `"${schema}".idempotency_keys`,
         charges: `"${schema}".charges`,
+        movements: `"${schema}".movements`,
       });
       cache.set(schema, built);
     }

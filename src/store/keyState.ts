@@ -59,7 +59,8 @@ export function readKeyState(row: Record<string, unknown>): KeyState {
   };
 }
 
-type Row = Record<string, unknown>;
+/** A row as a driver returns it; the readers below check each column's type. */
+export type Row = Record<string, unknown>;
 
 function drift(column: string, expected: string, value: unknown): Error {
   return new Error(
@@ -67,25 +68,25 @@ function drift(column: string, expected: string, value: unknown): Error {
   );
 }
 
-function text(row: Row, column: string): string {
+export function text(row: Row, column: string): string {
   const value = row[column];
   if (typeof value !== 'string') throw drift(column, 'text', value);
   return value;
 }
 
-function integer(row: Row, column: string): number {
+export function integer(row: Row, column: string): number {
   const value = row[column];
   if (!Number.isInteger(value)) throw drift(column, 'an integer', value);
   return value as number;
 }
 
-function flag(row: Row, column: string): boolean {
+export function flag(row: Row, column: string): boolean {
   const value = row[column];
   if (typeof value !== 'boolean') throw drift(column, 'a boolean', value);
   return value;
 }
 
-function oneOf<T extends string>(row: Row, column: string, allowed: readonly T[]): T {
+export function oneOf<T extends string>(row: Row, column: string, allowed: readonly T[]): T {
   const value = row[column];
   if (!(allowed as readonly unknown[]).includes(value)) {
     throw drift(column, `one of ${allowed.join(', ')}`, value);
@@ -93,7 +94,11 @@ function oneOf<T extends string>(row: Row, column: string, allowed: readonly T[]
   return value as T;
 }
 
-function nullable<T>(row: Row, column: string, read: (row: Row, column: string) => T): T | null {
+export function nullable<T>(
+  row: Row,
+  column: string,
+  read: (row: Row, column: string) => T,
+): T | null {
   return row[column] === null ? null : read(row, column);
 }
 

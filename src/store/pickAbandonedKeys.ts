@@ -40,7 +40,7 @@ const abandonedRow = z.object({
 });
 
 /**
- * Picks up to `limit` unfinished keys of one operation whose lease ran out (or was released) at
+ * Picks up to `limit` unfinished keys of the given operations whose lease ran out (or was released) at
  * least `graceMs` ago, and takes each one's lease with a fresh token, in
  * one statement. `FOR UPDATE SKIP LOCKED` lets any number of sweepers run at once: each takes
  * different keys, and a key taken is invisible to the others until its new lease runs out.
@@ -48,14 +48,14 @@ const abandonedRow = z.object({
 export async function pickAbandonedKeys(
   db: CommonQueryMethods,
   tables: Tables,
-  options: { operation: string; limit: number; graceMs: number; leaseMs: number },
+  options: { operations: readonly string[]; limit: number; graceMs: number; leaseMs: number },
 ): Promise<AbandonedKey[]> {
   const rows = await db.any(sql.type(abandonedRow)`
     WITH picked AS (
       SELECT merchant_id, operation, key
       FROM ${tables.keys}
       WHERE recovery_point IN ('started', 'reserved')
-        AND operation = ${options.operation}
+        AND operation = ANY(${sql.array(options.operations, 'text')})
         -- Idle for graceMs past the end of its lease (or past its release): room for the
         -- client's own retry, and for a provider call still in flight when the lease ended.
         AND (CASE WHEN lock_token IS NULL THEN updated_at ELSE locked_until END)

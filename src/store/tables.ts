@@ -9,6 +9,8 @@ export type Tables = {
   schema: string;
   keys: IdentifierSqlToken;
   charges: IdentifierSqlToken;
+  /** Refunds and captures: money moved on a charge. */
+  movements: IdentifierSqlToken;
   migrations: IdentifierSqlToken;
   /** The audit trail of what people did to keys (resolve, requeue). */
   adminActions: IdentifierSqlToken;
@@ -32,6 +34,7 @@ export function tablesIn(schema: string = DEFAULT_SCHEMA): Tables {
     schema,
     keys: sql.identifier([schema, 'idempotency_keys']),
     charges: sql.identifier([schema, 'charges']),
+    movements: sql.identifier([schema, 'movements']),
     migrations: sql.identifier([schema, 'schema_migrations']),
     adminActions: sql.identifier([schema, 'admin_actions']),
   };

@@ -205,7 +205,7 @@ describe('inspect', () => {
     const request = aRequest({ merchantId: 'm_insp_scope' });
     await engine.processCharge(key, request);
 
-    expect(await engine.inspect({ merchantId: request.merchantId, key, operation: 'refund' })).toBe(
+    expect(await engine.inspect({ merchantId: request.merchantId, key, operation: 'payout' })).toBe(
       null,
     );
     expect(await engine.inspect({ merchantId: 'm_other', key })).toBe(null);
@@ -309,15 +309,15 @@ describe('list', () => {
       db.tables,
       2,
       aRequest({ merchantId: 'm_list_b' }),
-      'refund',
+      'payout',
     );
 
     const { keys } = await allPages({ limit: 7 });
-    const refunds = await allPages({ limit: 7, operation: 'refund' });
+    const payouts = await allPages({ limit: 7, operation: 'payout' });
 
     const listed = new Set(keys.map((k) => k.key));
     for (const seed of [...mine, ...theirs]) expect(listed).toContain(seed.key);
-    expect(refunds.keys.map((k) => k.key).sort()).toEqual(theirs.map((s) => s.key).sort());
+    expect(payouts.keys.map((k) => k.key).sort()).toEqual(theirs.map((s) => s.key).sort());
   });
 
   it('refuses a bad limit, point, age or cursor before reading anything', async () => {

@@ -75,7 +75,7 @@ describe('chargeonce command', () => {
 
   it('sweeps the keys of the operation named by --operation, and only those', async () => {
     const merchantId = 'm_cli_refund';
-    await seedAbandonedKeys(db.pool, db.tables, 3, aRequest({ merchantId }), 'refund');
+    await seedAbandonedKeys(db.pool, db.tables, 3, aRequest({ merchantId }), 'payout');
     const sweep = (...extra: string[]) =>
       cli(
         'sweep',
@@ -90,10 +90,10 @@ describe('chargeonce command', () => {
       );
 
     const charges = JSON.parse((await sweep()).stdout) as { examined: number };
-    const refunds = JSON.parse((await sweep('--operation', 'refund')).stdout) as object;
+    const payouts = JSON.parse((await sweep('--operation', 'payout')).stdout) as object;
 
     expect(charges.examined).toBe(0);
-    expect(refunds).toMatchObject({ examined: 3, cancelled: 3 });
+    expect(payouts).toMatchObject({ examined: 3, cancelled: 3 });
     const left = await db.pool.oneFirst(sql.type(z.object({ n: z.number() }))`
       SELECT count(*)::int4 AS n FROM ${db.tables.keys}
       WHERE merchant_id = ${merchantId} AND recovery_point IN ('started', 'reserved')`);
@@ -126,7 +126,7 @@ describe('chargeonce command', () => {
   });
 
   it('refuses --operation where it would change nothing (reap and status cover every operation)', async () => {
-    const error = (await cli('reap', '--database-url', db.url, '--operation', 'refund').catch(
+    const error = (await cli('reap', '--database-url', db.url, '--operation', 'payout').catch(
       (e: unknown) => e,
     )) as { code: number; stderr: string };
     expect(error.code).toBe(1);
@@ -140,7 +140,7 @@ describe('chargeonce command', () => {
       db.tables,
       1,
       aRequest({ merchantId }),
-      'refund',
+      'payout',
     );
     await db.pool.query(sql.unsafe`
       UPDATE ${db.tables.keys} SET recovery_point = 'failed', lock_token = NULL, locked_until = NULL,
@@ -162,15 +162,15 @@ describe('chargeonce command', () => {
       code: number;
       stdout: string;
     };
-    const requeued = await requeue('--operation', 'refund');
-    const again = (await requeue('--operation', 'refund').catch((e: unknown) => e)) as {
+    const requeued = await requeue('--operation', 'payout');
+    const again = (await requeue('--operation', 'payout').catch((e: unknown) => e)) as {
       code: number;
       stdout: string;
     };
 
     expect(wrongOperation.code).toBe(1);
     expect(wrongOperation.stdout).toContain('not requeued');
-    expect(requeued.stdout.trim()).toBe(`requeued: ${merchantId} refund ${parked!.key}`);
+    expect(requeued.stdout.trim()).toBe(`requeued: ${merchantId} payout ${parked!.key}`);
     expect(again.code).toBe(1);
     const point = await db.pool.oneFirst(sql.type(z.object({ recovery_point: z.string() }))`
       SELECT recovery_point FROM ${db.tables.keys} WHERE merchant_id = ${merchantId}`);

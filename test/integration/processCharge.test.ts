@@ -178,7 +178,7 @@ describe('processCharge', () => {
   it('scopes keys per merchant and per operation', async () => {
     const provider = createFakeProvider();
     const charges = createChargeEngine({ pool: db.pgPool, provider });
-    const refunds = createChargeEngine({ pool: db.pgPool, provider, operation: 'refund' });
+    const payouts = createChargeEngine({ pool: db.pgPool, provider, operation: 'payout' });
     const key = aKey();
 
     const a = await charges.processCharge(key, aRequest({ merchantId: 'm_scope_a' }));
@@ -186,7 +186,7 @@ describe('processCharge', () => {
       key,
       aRequest({ merchantId: 'm_scope_b', amountMinor: 7 }),
     );
-    const c = await refunds.processCharge(key, aRequest({ merchantId: 'm_scope_a' }));
+    const c = await payouts.processCharge(key, aRequest({ merchantId: 'm_scope_a' }));
 
     expect(new Set([a.chargeId, b.chargeId, c.chargeId]).size).toBe(3);
     expect([a.replayed, b.replayed, c.replayed]).toEqual([false, false, false]);

@@ -1,0 +1,266 @@
+import { sql } from 'slonik';
+import {
+  ChargeNeedsAttentionError,
+  ProviderAnswerInvalidError,
+  ProviderError,
+  ProviderUnavailableError,
+  SimulatedCrashError,
+} from '../errors.js';
+import { ProviderTransientError } from '../provider/PaymentProvider.js';
+import { failKey } from '../store/failKey.js';
+import {
+  completeMovement,
+  completeMovementQuery,
+  type HeldMovement,
+  type MovementCompletion,
+} from '../store/movementStore.js';
+import { withStore } from '../store/storeErrors.js';
+import { callProvider } from './callProvider.js';
+import {
+  crashPoint,
+  PROVIDER_RETRY_AFTER_MS,
+  stallPoint,
+  untrustedNotFound,
+  type WhenNotFound,
+} from './chargePhase.js';
+import { REFUSED_ANSWER_REASON_PREFIX } from './checkProviderAnswer.js';
+import type { EngineEnv } from './engineEnv.js';
+import { coverProviderBudget, type LeasedKey } from './lease.js';
+import { leaseLost } from './leaseLost.js';
+import {
+  checkMovementAnswer,
+  MOVEMENT_HTTP_STATUS,
+  type MovementContext,
+  type MovementDefinition,
+  type MovementResult,
+} from './movementDefinitions.js';
+import { errorText, releaseAfterFailure } from './releaseQuietly.js';
+import type { Reservation } from '../store/reservation.js';
+
+/** A refund or capture whose key this attempt holds, at `reserved`. */
+export type OwnedMovement = LeasedKey & {
+  def: MovementDefinition;
+  movementId: string;
+  chargeId: string;
+  providerKey: string;
+  reason: string | null;
+  held: HeldMovement;
+  /** When the movement was reserved; null when this attempt just reserved it. */
+  reservation: Reservation | null;
+  /** False only when no earlier attempt can have called the provider under this key. */
+  providerMayHaveMoved: boolean;
+};
+
+/** The stored result of a movement, and how it came about (the sweeper counts these). */
+export type MovementPhaseResult = {
+  result: MovementResult;
+  httpStatus: number;
+  body: string;
+  source: 'created' | 'adopted' | 'cancelled' | 'refused';
+};
+
+/**
+ * The `reserved` phase of a refund or capture, as `chargePhase` is a charge's: a refusal is
+ * stored at once (nothing was held, the provider is not asked); otherwise the provider's refund
+ * or capture is adopted (an interrupted attempt made it) or made, checked against the
+ * reservation, and stored with the charge's totals in one commit. A transient provider failure
+ * keeps the reservation: the amount stays held until the movement is adopted or cancelled.
+ *
+ * @throws {ProviderUnavailableError} transient provider failure; lease released, key and
+ * reservation kept, nothing stored.
+ * @throws {IdempotencyKeyInUseError} the lease was lost; the attempt that took over finishes.
+ */
+export async function movementPhase(
+  env: EngineEnv,
+  owned: OwnedMovement,
+  whenNotFound: WhenNotFound = 'create',
+  by: 'client' | 'sweeper' = 'client',
+): Promise<MovementPhaseResult> {
+  const { held } = owned;
+  if (held.status === 'refused') {
+    return complete(env, owned, 'refused', {
+      status: 'refused',
+      providerMovementId: null,
+      failureCode: null,
+      refusal: held.refusal ?? 'refused',
+      amountMinor: held.amountMinor,
+      currency: held.currency,
+    });
+  }
+  if (held.amountMinor === null || held.currency === null || held.providerChargeId === null) {
+    // The claim reserves only against a succeeded charge, which has all three.
+    return parkRefused(env, owned, 'the reserved movement lacks its amount or provider charge');
+  }
+  const ctx: MovementContext = {
+    merchantId: owned.scoped.merchantId,
+    movementId: owned.movementId,
+    chargeId: owned.chargeId,
+    providerKey: owned.providerKey,
+    reason: owned.reason,
+    held: {
+      ...held,
+      amountMinor: held.amountMinor,
+      currency: held.currency,
+      providerChargeId: held.providerChargeId,
+    },
+  };
+  crashPoint(env, 'beforeProviderCall', owned.scoped);
+  await stallPoint(env, 'beforeProviderCall', owned.scoped);
+  const found = await obtain(env, owned, ctx, whenNotFound);
+  if (found.kind === 'notFound') {
+    const result = await complete(env, owned, 'cancelled', {
+      status: 'cancelled',
+      providerMovementId: null,
+      failureCode: null,
+      refusal: null,
+      amountMinor: held.amountMinor,
+      currency: held.currency,
+    });
+    env.observer.event({ type: 'cancelled', ...owned.scoped, chargeId: owned.movementId });
+    return result;
+  }
+  if (found.kind === 'untrusted') {
+    await park(env, owned, found.reason);
+    throw new ChargeNeedsAttentionError();
+  }
+  const checked = checkMovementAnswer(found.answer, ctx.held);
+  if (!checked.ok) return parkRefused(env, owned, checked.reason);
+  if (found.adopted) {
+    env.observer.event({
+      type: 'adopted',
+      ...owned.scoped,
+      chargeId: owned.movementId,
+      providerChargeId: checked.movement.id,
+      by,
+    });
+  }
+  crashPoint(env, 'afterProviderCall', owned.scoped);
+  await stallPoint(env, 'afterProviderCall', owned.scoped);
+  const { movement } = checked;
+  return complete(env, owned, found.adopted ? 'adopted' : 'created', {
+    status: movement.status,
+    providerMovementId: movement.id,
+    failureCode: movement.failureCode,
+    refusal: null,
+    amountMinor: movement.amountMinor,
+    currency: held.currency,
+  });
+}
+
+async function obtain(
+  env: EngineEnv,
+  owned: OwnedMovement,
+  ctx: MovementContext,
+  whenNotFound: WhenNotFound,
+): Promise<
+  | { kind: 'answer'; answer: unknown; adopted: boolean }
+  | { kind: 'notFound' }
+  | { kind: 'untrusted'; reason: string }
+> {
+  await coverProviderBudget(env, owned);
+  // One budget for the lookup and the call together, capped by the lease (see chargePhase).
+  const deadline = Math.min(
+    env.clock.now() + env.providerTimeoutMs,
+    owned.lease.setAt + env.leaseMs - env.leaseMarginMs,
+  );
+  const budget = () => deadline - env.clock.now();
+  try {
+    if (owned.providerMayHaveMoved) {
+      const reservedAt = owned.reservation?.at ?? new Date();
+      const found: unknown = await callProvider(
+        (signal) => owned.def.find(env.provider, ctx, { signal, reservedAt }),
+        budget(),
+      );
+      if (found !== null) return { kind: 'answer', answer: found, adopted: true };
+      const untrusted = untrustedNotFound(env.provider, owned.reservation);
+      if (untrusted) return { kind: 'untrusted', reason: untrusted };
+    }
+    if (whenNotFound === 'cancel') return { kind: 'notFound' };
+    const created: unknown = await callProvider(
+      (signal) => owned.def.create(env.provider, ctx, { signal }),
+      budget(),
+    );
+    return { kind: 'answer', answer: created, adopted: false };
+  } catch (error) {
+    // Whether money moved is unknown: keep `reserved` (and the amount held on the charge).
+    await releaseAfterFailure(env, owned, error);
+    if (error instanceof SimulatedCrashError) throw error;
+    const failed =
+      error instanceof ProviderTransientError
+        ? new ProviderUnavailableError(error.retryAfterMs ?? PROVIDER_RETRY_AFTER_MS, {
+            cause: error,
+          })
+        : new ProviderError({ cause: error });
+    env.observer.event({
+      type: 'provider_failed',
+      ...owned.scoped,
+      transient: error instanceof ProviderTransientError,
+      reason: errorText(error),
+      errorCode: failed.code,
+    });
+    throw failed;
+  }
+}
+
+/** Stores the result, fenced, and gives the reservation back to the charge (see the SQL). */
+async function complete(
+  env: EngineEnv,
+  owned: OwnedMovement,
+  source: MovementPhaseResult['source'],
+  result: MovementResult,
+): Promise<MovementPhaseResult> {
+  const httpStatus = MOVEMENT_HTTP_STATUS[result.status];
+  const body = owned.def.body(
+    { movementId: owned.movementId, chargeId: owned.chargeId },
+    result,
+    owned.reason,
+  );
+  const completion: MovementCompletion = {
+    ...owned.scoped,
+    lockToken: owned.lockToken,
+    status: result.status,
+    providerMovementId: result.providerMovementId,
+    failureCode: result.failureCode,
+    responseStatus: httpStatus,
+    responseBody: body,
+    capturedMinor:
+      owned.def.kind === 'capture' && result.status === 'succeeded' ? result.amountMinor : null,
+  };
+  const pools = await env.pools();
+  if (env.faults?.shouldCrash('beforeCompleteCommit', owned.scoped)) {
+    // Written, then the connection dies before COMMIT: PostgreSQL rolls it back.
+    await pools.slonik
+      .transaction(async (tx) => {
+        await tx.query(completeMovementQuery(env.tables, completion));
+        await tx.query(sql.unsafe`SELECT pg_terminate_backend(pg_backend_pid())`);
+      })
+      .catch(() => undefined);
+    throw new SimulatedCrashError('beforeCompleteCommit');
+  }
+  const completed = await withStore(() =>
+    completeMovement({ pg: pools.pg, slonik: pools.slonik }, env.tables, completion),
+  );
+  if (!completed) {
+    env.observer.event({ type: 'lease_lost', ...owned.scoped, chargeId: owned.movementId });
+    throw leaseLost();
+  }
+  crashPoint(env, 'afterCompleteCommit', owned.scoped);
+  return { result, httpStatus, body, source };
+}
+
+async function parkRefused(env: EngineEnv, owned: OwnedMovement, reason: string): Promise<never> {
+  await park(env, owned, `${REFUSED_ANSWER_REASON_PREFIX}${reason}`);
+  throw new ProviderAnswerInvalidError(reason);
+}
+
+async function park(env: EngineEnv, owned: OwnedMovement, reason: string): Promise<void> {
+  const pool = await env.pool();
+  const parked = await withStore(() =>
+    failKey(pool, env.tables, { ...owned.scoped, lockToken: owned.lockToken, reason }),
+  );
+  if (!parked) {
+    env.observer.event({ type: 'lease_lost', ...owned.scoped, chargeId: owned.movementId });
+    throw leaseLost();
+  }
+  env.observer.event({ type: 'parked', ...owned.scoped, reason });
+}

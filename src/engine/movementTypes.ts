@@ -1,0 +1,73 @@
+/**
+ * Refunds and captures: operations that move money on a charge chargeonce already made, each run
+ * once per key by the same claim → reserve → provider → complete machinery as the charge.
+ */
+
+/** What `processRefund` is asked: part or all of a captured charge back to the customer. */
+export type RefundRequest = {
+  merchantId: string;
+  /** chargeonce's id of the charge to refund (`ChargeOutcome.chargeId`). */
+  chargeId: string;
+  /** How much, in the charge's currency's minor unit: a positive safe integer. */
+  amountMinor: number;
+  /** Why, for the provider and the records (at most 200 characters). */
+  reason?: string;
+};
+
+/** What `processCapture` is asked: to take the money of a charge made with `capture: false`. */
+export type CaptureRequest = {
+  merchantId: string;
+  /** chargeonce's id of the authorized charge. */
+  chargeId: string;
+  /** How much to capture; at most what was authorized. Absent: all of it. */
+  amountMinor?: number;
+};
+
+/**
+ * How a refund or capture ended:
+ * - `succeeded`: the provider moved the money (201);
+ * - `failed`: the provider refused it, a real answer (402);
+ * - `refused`: chargeonce refused it before the provider was asked, because it would break an
+ *   invariant: the charge is unknown or not succeeded, the refunds would exceed what was
+ *   captured, the authorization was already captured (422; `refusal` in the body says which);
+ * - `cancelled`: the recovery worker found nothing at the provider and gave up (410).
+ * Every one of them is stored and replayed.
+ */
+export type MovementStatus = 'succeeded' | 'failed' | 'refused' | 'cancelled';
+
+/** Why chargeonce refused a refund or capture. */
+export type MovementRefusal =
+  | 'charge_not_found'
+  | 'charge_not_succeeded'
+  | 'charge_not_captured'
+  | 'charge_not_capturable'
+  | 'exceeds_refundable'
+  | 'exceeds_authorized'
+  | 'currency_mismatch';
+
+/** The result of `processRefund`: the same on the first attempt and on every replay. */
+export type RefundOutcome = {
+  status: MovementStatus;
+  httpStatus: number;
+  /** The response body as JSON text, byte for byte what the first attempt produced. */
+  body: string;
+  replayed: boolean;
+  /** chargeonce's refund id (a UUID). */
+  refundId: string;
+  chargeId: string;
+  /** The provider's refund id, or null when the provider made none. */
+  providerRefundId: string | null;
+};
+
+/** The result of `processCapture`: the same on the first attempt and on every replay. */
+export type CaptureOutcome = {
+  status: MovementStatus;
+  httpStatus: number;
+  body: string;
+  replayed: boolean;
+  /** chargeonce's capture id (a UUID). */
+  captureId: string;
+  chargeId: string;
+  /** The provider's id of the capture, or null when the provider made none. */
+  providerCaptureId: string | null;
+};

@@ -1,0 +1,154 @@
+import { perSchema, prepared, waiterPayloadSql, WAITERS_CHANNEL } from './hotStatements.js';
+import type { PreparedStatement } from './hotStatements.js';
+import type { Tables } from './tables.js';
+
+/** The two statements of a fresh refund or capture, as of a charge, for one schema. */
+export type MovementStatements = { claim: PreparedStatement; complete: PreparedStatement };
+
+/**
+ * The claim of a refund or capture: like the charge's claim it reads the key first (a replay, a
+ * 409 or a 422 is one index read) and otherwise inserts it at `reserved`, with the movement, in
+ * one statement and one commit. The reservation is one conditional UPDATE of the charge's row:
+ * it takes the row lock, so racing movements of one charge go one at a time, and each re-checks
+ * the condition on the row as the one before it left it (READ COMMITTED re-evaluates an UPDATE's
+ * WHERE on the newest row version). A refund holds `amount` while refunds succeeded plus refunds
+ * held plus `amount` stay within what was captured; a capture holds the authorization while
+ * nothing was captured or held. When the condition fails, the movement is written `refused`,
+ * with the reason read from the charge (for the stored, replayed refusal).
+ *
+ * Parameters: merchant, operation, key, request hash, canonical request, movement id, lock token,
+ * lease ms, kind (`refund`/`capture`), charge id, amount (null: a capture of all), reason,
+ * provider key.
+ */
+function claimText(keys: string, charges: string, movements: string): string {
+  return `
+    WITH existing AS (
+      SELECT k.request_hash, k.recovery_point, k.charge_id::text AS charge_id,
+        (k.lock_token IS NOT NULL AND k.locked_until > now()) AS lease_held,
+        GREATEST(0, ceil(extract(epoch FROM (k.locked_until - now())) * 1000))::int4
+          AS lease_remaining_ms,
+        k.attempts, k.response_status, k.response_body, m.status AS movement_status,
+        m.provider_movement_id,
+        CASE WHEN k.request_hash IS DISTINCT FROM $4::text THEN k.request END AS stored_request
+      FROM ${keys} k
+      LEFT JOIN ${movements} m ON m.merchant_id = k.merchant_id AND m.id = k.charge_id
+      WHERE k.merchant_id = $1::text AND k.operation = $2::text AND k.key = $3::text
+    ), claimed AS (
+      INSERT INTO ${keys} (merchant_id, operation, key, request_hash, request, recovery_point,
+        charge_id, lock_token, locked_until)
+      SELECT $1::text, $2::text, $3::text, $4::text, $5::text, 'reserved', $6::uuid, $7::uuid,
+        now() + $8::float8 * interval '1 millisecond'
+      WHERE NOT EXISTS (SELECT 1 FROM existing)
+      ON CONFLICT (merchant_id, operation, key) DO NOTHING
+      RETURNING charge_id
+    ), seen AS (
+      SELECT c.status, c.authorized_only, c.captured_minor, c.capture_reserved_minor,
+        c.amount_minor, c.currency, c.provider_charge_id
+      FROM ${charges} c
+      WHERE c.merchant_id = $1::text AND c.id = $10::uuid
+    ), held AS (
+      UPDATE ${charges} c
+      SET refund_reserved_minor = CASE WHEN $9::text = 'refund'
+            THEN c.refund_reserved_minor + $11::bigint ELSE c.refund_reserved_minor END,
+          capture_reserved_minor = CASE WHEN $9::text = 'capture'
+            THEN coalesce($11::bigint, c.amount_minor) ELSE c.capture_reserved_minor END,
+          updated_at = now()
+      WHERE c.merchant_id = $1::text AND c.id = $10::uuid
+        AND EXISTS (SELECT 1 FROM claimed)
+        AND c.status = 'succeeded'
+        AND CASE WHEN $9::text = 'refund'
+          THEN c.refunded_minor + c.refund_reserved_minor + $11::bigint
+            <= CASE WHEN c.authorized_only THEN coalesce(c.captured_minor, 0)
+               ELSE c.amount_minor END
+          ELSE c.authorized_only AND c.captured_minor IS NULL
+            AND c.capture_reserved_minor IS NULL
+            AND coalesce($11::bigint, c.amount_minor) <= c.amount_minor
+          END
+      RETURNING c.currency, c.provider_charge_id,
+        coalesce($11::bigint, c.amount_minor) AS amount_minor
+    ), movement AS (
+      INSERT INTO ${movements} (merchant_id, id, kind, charge_id, amount_minor, currency, reason,
+        provider_key, provider_charge_id, status, refusal)
+      SELECT $1::text, $6::uuid, $9::text, $10::uuid,
+        coalesce(h.amount_minor, $11::bigint, s.amount_minor), coalesce(h.currency, s.currency),
+        $12::text, $13::text, coalesce(h.provider_charge_id, s.provider_charge_id),
+        CASE WHEN h.currency IS NOT NULL THEN 'reserved' ELSE 'refused' END,
+        CASE
+          WHEN h.currency IS NOT NULL THEN NULL
+          WHEN s.status IS NULL THEN 'charge_not_found'
+          WHEN s.status <> 'succeeded' THEN 'charge_not_succeeded'
+          WHEN $9::text = 'refund' AND s.authorized_only AND s.captured_minor IS NULL
+            THEN 'charge_not_captured'
+          WHEN $9::text = 'refund' THEN 'exceeds_refundable'
+          WHEN NOT s.authorized_only OR s.captured_minor IS NOT NULL
+            OR s.capture_reserved_minor IS NOT NULL THEN 'charge_not_capturable'
+          ELSE 'exceeds_authorized'
+        END
+      FROM claimed
+      LEFT JOIN held h ON true
+      LEFT JOIN seen s ON true
+      RETURNING status, refusal, amount_minor, currency, provider_charge_id
+    )
+    SELECT EXISTS (SELECT 1 FROM claimed) AS claimed, e.*, mv.status AS new_status,
+      mv.refusal AS new_refusal, mv.amount_minor AS new_amount_minor,
+      mv.currency AS new_currency, mv.provider_charge_id AS new_provider_charge_id
+    FROM (SELECT 1) AS one
+    LEFT JOIN existing e ON true
+    LEFT JOIN movement mv ON true`;
+}
+
+/**
+ * The completion of a refund or capture: stores the response, completes the key and releases
+ * its lease, fenced by the lock token (`completed` false, nothing written, for a zombie); a
+ * movement that held a reservation gets its result and gives the reservation back to the charge:
+ * a refund's amount moves from held to refunded when it succeeded, a capture's becomes the
+ * captured amount (`$10`, what the provider captured). A refused movement held nothing.
+ *
+ * Parameters: merchant, operation, key, lock token, movement status, provider movement id,
+ * failure code, response status, response body, captured amount.
+ */
+function completeText(keys: string, charges: string, movements: string, schema: string): string {
+  return `
+    WITH done AS (
+      UPDATE ${keys}
+      SET recovery_point = 'completed', response_status = $8::int4, response_body = $9::text,
+        lock_token = NULL, locked_until = NULL, completed_at = now(), updated_at = now()
+      WHERE merchant_id = $1::text AND operation = $2::text AND key = $3::text
+        AND lock_token = $4::uuid AND recovery_point IN ('started', 'reserved')
+      RETURNING merchant_id, operation, key, charge_id, has_waiters AS had_waiters
+    ), moved AS (
+      UPDATE ${movements} m
+      SET status = $5::text, provider_movement_id = $6::text, failure_code = $7::text,
+        updated_at = now()
+      FROM done
+      WHERE m.merchant_id = done.merchant_id AND m.id = done.charge_id AND m.status = 'reserved'
+      RETURNING m.merchant_id, m.kind, m.charge_id, m.amount_minor
+    ), settled AS (
+      UPDATE ${charges} c
+      SET refund_reserved_minor = CASE WHEN mv.kind = 'refund'
+            THEN c.refund_reserved_minor - mv.amount_minor ELSE c.refund_reserved_minor END,
+          refunded_minor = CASE WHEN mv.kind = 'refund' AND $5::text = 'succeeded'
+            THEN c.refunded_minor + mv.amount_minor ELSE c.refunded_minor END,
+          capture_reserved_minor = CASE WHEN mv.kind = 'capture'
+            THEN NULL ELSE c.capture_reserved_minor END,
+          captured_minor = CASE WHEN mv.kind = 'capture' AND $5::text = 'succeeded'
+            THEN $10::bigint ELSE c.captured_minor END,
+          updated_at = now()
+      FROM moved mv
+      WHERE c.merchant_id = mv.merchant_id AND c.id = mv.charge_id
+      RETURNING c.id
+    ), woken AS (
+      SELECT pg_notify('${WAITERS_CHANNEL}', ${waiterPayloadSql(schema, 'done')})
+      FROM done WHERE done.had_waiters
+    )
+    SELECT EXISTS (SELECT 1 FROM done) AS completed, (SELECT count(*) FROM settled) AS settled,
+      (SELECT count(*) FROM woken) AS woken`;
+}
+
+/** The movement statements of one schema, built once. */
+export const movementStatements: (tables: Tables) => MovementStatements = perSchema(
+  ({ schema, keys, charges, movements }) => ({
+    claim: prepared(claimText(keys, charges, movements)),
+    complete: prepared(completeText(keys, charges, movements, schema)),
+  }),
+);
