@@ -3,8 +3,6 @@ import { hookTransaction, type HookTransaction } from './hookTransaction.js';
 import {
   ChargeNeedsAttentionError,
   ProviderAnswerInvalidError,
-  ProviderError,
-  ProviderUnavailableError,
   SimulatedCrashError,
 } from '../errors.js';
 import { ProviderTransientError, type CreateChargeInput } from '../provider/PaymentProvider.js';
@@ -14,18 +12,15 @@ import { failKey } from '../store/failKey.js';
 import type { Reservation } from '../store/reservation.js';
 import type { ScopedKey } from '../store/keyState.js';
 import { withStore } from '../store/storeErrors.js';
-import { callProvider } from './callProvider.js';
+import { askProvider, type ProviderAnswer, type WhenNotFound } from './askProvider.js';
 import { chargeBody, HTTP_STATUS } from './chargeBody.js';
 import { checkProviderAnswer, REFUSED_ANSWER_REASON_PREFIX } from './checkProviderAnswer.js';
 import type { EngineEnv } from './engineEnv.js';
-import { coverProviderBudget, type LeasedKey } from './lease.js';
+import type { LeasedKey } from './lease.js';
 import { leaseLost } from './leaseLost.js';
 import { chargeAttributes, observePhase } from './observeCharge.js';
-import { errorText, releaseAfterFailure } from './releaseQuietly.js';
+import { releaseAfterFailure } from './releaseQuietly.js';
 import type { ChargeOutcome, CrashPoint } from './types.js';
-
-/** How long to suggest a caller waits after a transient provider failure. */
-export const PROVIDER_RETRY_AFTER_MS = 1_000;
 
 /** A charge whose key this attempt holds, at `reserved`. */
 export type OwnedCharge = LeasedKey & {
@@ -38,12 +33,7 @@ export type OwnedCharge = LeasedKey & {
   providerMayHaveCharged: boolean;
 };
 
-/**
- * What to do when the provider has no charge under the key: make it (a client retry, or a
- * recovery worker told to finish charges), or cancel (the recovery worker's default for a charge
- * its client abandoned).
- */
-export type WhenNotFound = 'create' | 'cancel';
+export type { WhenNotFound } from './askProvider.js';
 
 /** The outcome, and how it came about (the recovery worker counts these). */
 export type ChargePhaseResult = {
@@ -285,80 +275,34 @@ async function crashBeforeCommit(
   throw new SimulatedCrashError('beforeCompleteCommit');
 }
 
-async function obtainProviderCharge(
+function obtainProviderCharge(
   env: EngineEnv,
   charge: OwnedCharge,
   whenNotFound: WhenNotFound,
-): Promise<
-  | { kind: 'answer'; answer: unknown; adopted: boolean }
-  | { kind: 'notFound' }
-  | { kind: 'untrusted'; reason: string }
-> {
+): Promise<ProviderAnswer> {
   const { provider } = env;
-  // The lease must outlast the whole budget below: see coverProviderBudget.
-  await coverProviderBudget(env, charge);
-  // One budget for the lookup and the charge together, on the monotonic clock: an attempt never
-  // spends more than providerTimeoutMs at the provider, so it is done there before its lease
-  // can be taken, whatever the wall clock does.
-  // Capped by the lease too, so the rule holds by construction, not only by the margin.
-  const deadline = Math.min(
-    env.clock.now() + env.providerTimeoutMs,
-    charge.lease.setAt + env.leaseMs - env.leaseMarginMs,
-  );
-  const budget = () => deadline - env.clock.now();
-  try {
-    if (charge.providerMayHaveCharged) {
-      // An earlier attempt got past `reserved` and may have charged before it died or lost the
-      // answer. The provider's own dedupe window may have expired, so ask first and adopt.
-      // Anything but null is an answer, checked by the caller.
-      const reservedAt = charge.reservation?.at ?? new Date();
-      const found: unknown = await observeProvider(env, charge, 'find', () =>
-        callProvider(
-          (signal) => provider.findCharge(charge.providerKey, { signal, reservedAt }),
-          budget(),
-        ),
-      );
-      if (found !== null) return { kind: 'answer', answer: found, adopted: true };
-      const untrusted = untrustedNotFound(provider, charge.reservation);
-      if (untrusted) return { kind: 'untrusted', reason: untrusted };
-    }
-    if (whenNotFound === 'cancel') return { kind: 'notFound' };
-    const input: CreateChargeInput = {
-      providerKey: charge.providerKey,
-      merchantId: charge.scoped.merchantId,
-      chargeId: charge.chargeId,
-      customerId: charge.request.customerId,
-      amountMinor: charge.request.amountMinor,
-      currency: charge.request.currency,
-      ...(charge.request.description === undefined
-        ? {}
-        : { description: charge.request.description }),
-      ...(charge.request.metadata === undefined ? {} : { metadata: charge.request.metadata }),
-      ...(charge.request.capture === false ? { capture: false as const } : {}),
-    };
-    const created: unknown = await observeProvider(env, charge, 'create', () =>
-      callProvider((signal) => provider.createCharge(input, { signal }), budget()),
-    );
-    return { kind: 'answer', answer: created, adopted: false };
-  } catch (error) {
-    // Whether money moved is unknown. Keep `reserved`: the next attempt asks the provider.
-    await releaseAfterFailure(env, charge, error);
-    if (error instanceof SimulatedCrashError) throw error;
-    const failed =
-      error instanceof ProviderTransientError
-        ? new ProviderUnavailableError(error.retryAfterMs ?? PROVIDER_RETRY_AFTER_MS, {
-            cause: error,
-          })
-        : new ProviderError({ cause: error });
-    env.observer.event({
-      type: 'provider_failed',
-      ...charge.scoped,
-      transient: error instanceof ProviderTransientError,
-      reason: errorText(error),
-      errorCode: failed.code,
-    });
-    throw failed;
-  }
+  const input: CreateChargeInput = {
+    providerKey: charge.providerKey,
+    merchantId: charge.scoped.merchantId,
+    chargeId: charge.chargeId,
+    customerId: charge.request.customerId,
+    amountMinor: charge.request.amountMinor,
+    currency: charge.request.currency,
+    ...(charge.request.description === undefined
+      ? {}
+      : { description: charge.request.description }),
+    ...(charge.request.metadata === undefined ? {} : { metadata: charge.request.metadata }),
+    ...(charge.request.capture === false ? { capture: false as const } : {}),
+  };
+  return askProvider(env, {
+    held: charge,
+    mayHaveActed: charge.providerMayHaveCharged,
+    reservation: charge.reservation,
+    whenNotFound,
+    find: (opts) => provider.findCharge(charge.providerKey, opts),
+    create: (opts) => provider.createCharge(input, opts),
+    observe: (call, work) => observeProvider(env, charge, call, work),
+  });
 }
 
 /** One provider call under its span (`chargeonce.provider.find` / `.create`), timed. */
@@ -386,23 +330,6 @@ async function observeProvider<T>(
       outcome,
     );
   }
-}
-
-/**
- * Why a lookup's "nothing here" cannot be acted on, or null when it can. Within the provider's
- * idempotency window a charge under the same key is deduplicated, so a lookup that lags is
- * harmless; past it, only an authoritative lookup may lead to a charge (or a cancel).
- */
-export function untrustedNotFound(
-  provider: EngineEnv['provider'],
-  reservation: Reservation | null,
-): string | null {
-  const windowMs = provider.idempotencyWindowMs;
-  if (provider.lookupIsAuthoritative !== false || windowMs === undefined || reservation === null) {
-    return null;
-  }
-  if (reservation.ageMs < windowMs) return null;
-  return `the provider found no charge under the key, but the reservation is ${Math.round(reservation.ageMs / 60_000)} min old, past the provider's idempotency window (${Math.round(windowMs / 60_000)} min), and its lookup is not authoritative: charging (or cancelling) on that answer could charge twice (or lose a charge)`;
 }
 
 /** The unique index on a merchant's provider charge ids refused the completion. */

@@ -2,11 +2,8 @@ import { sql } from 'slonik';
 import {
   ChargeNeedsAttentionError,
   ProviderAnswerInvalidError,
-  ProviderError,
-  ProviderUnavailableError,
   SimulatedCrashError,
 } from '../errors.js';
-import { ProviderTransientError } from '../provider/PaymentProvider.js';
 import { failKey } from '../store/failKey.js';
 import {
   completeMovement,
@@ -15,17 +12,11 @@ import {
   type MovementCompletion,
 } from '../store/movementStore.js';
 import { withStore } from '../store/storeErrors.js';
-import { callProvider } from './callProvider.js';
-import {
-  crashPoint,
-  PROVIDER_RETRY_AFTER_MS,
-  stallPoint,
-  untrustedNotFound,
-  type WhenNotFound,
-} from './chargePhase.js';
+import { askProvider, type ProviderAnswer, type WhenNotFound } from './askProvider.js';
+import { crashPoint, stallPoint } from './chargePhase.js';
 import { REFUSED_ANSWER_REASON_PREFIX } from './checkProviderAnswer.js';
 import type { EngineEnv } from './engineEnv.js';
-import { coverProviderBudget, type LeasedKey } from './lease.js';
+import type { LeasedKey } from './lease.js';
 import { leaseLost } from './leaseLost.js';
 import {
   checkMovementAnswer,
@@ -34,7 +25,6 @@ import {
   type MovementDefinition,
   type MovementResult,
 } from './movementDefinitions.js';
-import { errorText, releaseAfterFailure } from './releaseQuietly.js';
 import type { Reservation } from '../store/reservation.js';
 
 /** A refund or capture whose key this attempt holds, at `reserved`. */
@@ -147,59 +137,20 @@ export async function movementPhase(
   });
 }
 
-async function obtain(
+function obtain(
   env: EngineEnv,
   owned: OwnedMovement,
   ctx: MovementContext,
   whenNotFound: WhenNotFound,
-): Promise<
-  | { kind: 'answer'; answer: unknown; adopted: boolean }
-  | { kind: 'notFound' }
-  | { kind: 'untrusted'; reason: string }
-> {
-  await coverProviderBudget(env, owned);
-  // One budget for the lookup and the call together, capped by the lease (see chargePhase).
-  const deadline = Math.min(
-    env.clock.now() + env.providerTimeoutMs,
-    owned.lease.setAt + env.leaseMs - env.leaseMarginMs,
-  );
-  const budget = () => deadline - env.clock.now();
-  try {
-    if (owned.providerMayHaveMoved) {
-      const reservedAt = owned.reservation?.at ?? new Date();
-      const found: unknown = await callProvider(
-        (signal) => owned.def.find(env.provider, ctx, { signal, reservedAt }),
-        budget(),
-      );
-      if (found !== null) return { kind: 'answer', answer: found, adopted: true };
-      const untrusted = untrustedNotFound(env.provider, owned.reservation);
-      if (untrusted) return { kind: 'untrusted', reason: untrusted };
-    }
-    if (whenNotFound === 'cancel') return { kind: 'notFound' };
-    const created: unknown = await callProvider(
-      (signal) => owned.def.create(env.provider, ctx, { signal }),
-      budget(),
-    );
-    return { kind: 'answer', answer: created, adopted: false };
-  } catch (error) {
-    // Whether money moved is unknown: keep `reserved` (and the amount held on the charge).
-    await releaseAfterFailure(env, owned, error);
-    if (error instanceof SimulatedCrashError) throw error;
-    const failed =
-      error instanceof ProviderTransientError
-        ? new ProviderUnavailableError(error.retryAfterMs ?? PROVIDER_RETRY_AFTER_MS, {
-            cause: error,
-          })
-        : new ProviderError({ cause: error });
-    env.observer.event({
-      type: 'provider_failed',
-      ...owned.scoped,
-      transient: error instanceof ProviderTransientError,
-      reason: errorText(error),
-      errorCode: failed.code,
-    });
-    throw failed;
-  }
+): Promise<ProviderAnswer> {
+  return askProvider(env, {
+    held: owned,
+    mayHaveActed: owned.providerMayHaveMoved,
+    reservation: owned.reservation,
+    whenNotFound,
+    find: (opts) => owned.def.find(env.provider, ctx, opts),
+    create: (opts) => owned.def.create(env.provider, ctx, opts),
+  });
 }
 
 /** Stores the result, fenced, and gives the reservation back to the charge (see the SQL). */
