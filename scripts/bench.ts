@@ -8,10 +8,12 @@ import { createBenchDatabase, emptyTables, migrateSchemas } from './bench/benchD
 import type {
   BenchResults,
   Measurement,
+  RefundSample,
   ScenarioName,
   Sample,
   SweepSample,
 } from './bench/BenchResults.js';
+import type { ChargeEngine } from '../src/index.js';
 import { createBenchProvider, type BenchProvider } from './bench/createBenchProvider.js';
 import { applicationNameOf, createDesigns, endDesigns } from './bench/createDesigns.js';
 import { createEngineDesign } from './bench/createEngineDesign.js';
@@ -32,6 +34,7 @@ import { runFresh } from './bench/runFresh.js';
 import { runReplays, seedReplayKeys, type SeededKey } from './bench/runReplays.js';
 import { runStorm } from './bench/runStorm.js';
 import { runSweep } from './bench/runSweep.js';
+import { measureRefundRoundTrips, runRefundPair } from './bench/runRefunds.js';
 import { sourceVersion } from './bench/sourceVersion.js';
 import { withApplicationName } from './bench/withApplicationName.js';
 import { startDatabase } from './support/database.js';
@@ -81,7 +84,24 @@ try {
     console.log(`  ${name.padEnd(12)} ${wire.fresh.roundTrips} / ${wire.replay.roundTrips}`);
   }
 
+  const engineDesign: (Design & { engine?: ChargeEngine }) | undefined = designs.find(
+    (d) => d.name === 'engine',
+  );
+  const refundEngine = options.refunds ? engineDesign?.engine : undefined;
+  const refundRoundTrips = refundEngine
+    ? await measureRefundRoundTrips(database.url, DESIGN_SCHEMAS.engine, provider)
+    : null;
+  if (refundRoundTrips) {
+    console.log(
+      `  refund       ${refundRoundTrips.fresh.roundTrips} / ${refundRoundTrips.replay.roundTrips}`,
+    );
+  }
+
   await warmUp(designs, provider);
+  if (refundEngine) {
+    await runRefundPair(refundEngine, provider, { calls: 50, concurrency: 8 });
+  }
+  const refunds: RefundSample[] = [];
   const samples: Sample[] = [];
   const sweep: SweepSample[] = [];
   for (let round = 1; round <= options.rounds; round++) {
@@ -115,6 +135,16 @@ try {
           );
         }
       }
+    }
+    for (const concurrency of refundEngine ? options.concurrencies : []) {
+      const pair = await runRefundPair(refundEngine!, provider, {
+        calls: options.freshCalls,
+        concurrency,
+      });
+      refunds.push({ round, concurrency, ...pair });
+      console.log(
+        `round ${round} refund c=${String(concurrency).padEnd(2)} engine       ${pair.refund.throughput.toFixed(0).padStart(6)}/s  (its charges ${pair.charge.throughput.toFixed(0)}/s)  p50 ${pair.refund.p50Ms.toFixed(2)} ms`,
+      );
     }
     if (sweeper) {
       const swept = await runSweep(sweeper.engine, admin, { keys: options.sweepKeys });
@@ -155,6 +185,8 @@ try {
     samples,
     sweep,
     roundTrips,
+    refunds,
+    refundRoundTrips,
     serverCpu: { source: meter.source, unavailableBecause: meter.unavailableBecause },
     // maxRSS is in kibibytes.
     peakRssMiB: Math.round(process.resourceUsage().maxRSS / 1024),

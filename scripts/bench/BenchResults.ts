@@ -62,6 +62,14 @@ export type SweepSample = {
   counts: Record<string, number>;
 };
 
+/** Fresh charges, then a fresh refund of each, by the engine at one concurrency in one round. */
+export type RefundSample = {
+  round: number;
+  concurrency: number;
+  charge: Measurement;
+  refund: Measurement;
+};
+
 /** The machine, described without anything that identifies it. */
 export type MachineDescription = {
   cpuCount: number;
@@ -103,6 +111,10 @@ export type BenchResults = {
   samples: Sample[];
   sweep: SweepSample[];
   roundTrips: RoundTrips | null;
+  /** Refunds against charges, engine only; empty when not run. */
+  refunds: RefundSample[];
+  /** Round trips per refund, counted on the wire; null when not counted. */
+  refundRoundTrips: { fresh: WireCost; replay: WireCost } | null;
   /** How PostgreSQL's CPU per call was read, or why it was not. */
   serverCpu: { source: string | null; unavailableBecause: string | null };
   peakRssMiB: number;

@@ -1,13 +1,15 @@
 import type {
   CreateChargeInput,
+  CreateRefundInput,
   PaymentProvider,
   ProviderCharge,
+  ProviderRefund,
 } from '../../src/provider/PaymentProvider.js';
 
 /** The in-process provider every design calls, with what it saw. */
 export type BenchProvider = PaymentProvider & {
   /** Calls and real charges since the provider was made. */
-  counts(): { createCalls: number; findCalls: number; charges: number };
+  counts(): { createCalls: number; findCalls: number; charges: number; refunds: number };
   /** Forgets every charge, so memory does not grow across rounds (their tables are emptied). */
   forget(): void;
 };
@@ -20,7 +22,9 @@ export type BenchProvider = PaymentProvider & {
  */
 export function createBenchProvider(): BenchProvider {
   let charges = new Map<string, ProviderCharge>();
+  let refunds = new Map<string, ProviderRefund>();
   let made = 0;
+  let refunded = 0;
   let createCalls = 0;
   let findCalls = 0;
   return {
@@ -44,9 +48,28 @@ export function createBenchProvider(): BenchProvider {
       await turnOfEventLoop();
       return charges.get(providerKey) ?? null;
     },
-    counts: () => ({ createCalls, findCalls, charges: made }),
+    async createRefund(input: CreateRefundInput): Promise<ProviderRefund> {
+      await turnOfEventLoop();
+      const existing = refunds.get(input.providerKey);
+      if (existing) return existing;
+      refunded += 1;
+      const refund: ProviderRefund = {
+        id: `pre_${refunded}`,
+        status: 'succeeded',
+        amountMinor: input.amountMinor,
+        currency: input.currency,
+      };
+      refunds.set(input.providerKey, refund);
+      return refund;
+    },
+    async findRefund(providerKey: string): Promise<ProviderRefund | null> {
+      await turnOfEventLoop();
+      return refunds.get(providerKey) ?? null;
+    },
+    counts: () => ({ createCalls, findCalls, charges: made, refunds: refunded }),
     forget: () => {
       charges = new Map();
+      refunds = new Map();
     },
   };
 }

@@ -137,5 +137,18 @@ export function evaluateTargets(results: BenchResults): TargetResult[] {
     measured: wire ? String(wire.replay.roundTrips) : 'not measured',
     pass: wire ? wire.replay.roundTrips === 1 : null,
   });
+  // A refund costs what a charge costs (the captures-and-refunds issue), counted on the wire.
+  const refundWire = results.refundRoundTrips ?? null;
+  checks.push({
+    target: 'round trips per refund: 2 fresh (2 commits), 1 for a replay',
+    measured: refundWire
+      ? `${refundWire.fresh.roundTrips} (${refundWire.fresh.transactions}) / ${refundWire.replay.roundTrips}`
+      : 'not measured',
+    pass: refundWire
+      ? refundWire.fresh.roundTrips === 2 &&
+        refundWire.fresh.transactions === 2 &&
+        refundWire.replay.roundTrips === 1
+      : null,
+  });
   return checks;
 }

@@ -18,13 +18,15 @@ export type BenchOptions = {
   designs: DesignName[];
   scenarios: ScenarioName[];
   sweep: boolean;
+  /** Fresh refunds against fresh charges, engine only. */
+  refunds: boolean;
   /** A run of every design and scenario: only such a run may write BENCHMARKS.md. */
   complete: boolean;
   note: string | null;
 };
 
 export const USAGE = `Usage: npm run bench -- [--quick] [--rounds N] [--designs engine,floor,...]
-                       [--scenarios fresh,replay,storm,sweep] [--note TEXT]
+                       [--scenarios fresh,replay,storm,sweep,refund] [--note TEXT]
 
   --quick      a smaller run (about a minute) written to .bench/ only
   --rounds N   rounds of every measurement, designs alternating (default 5; quick 3)
@@ -65,9 +67,14 @@ export function parseBenchOptions(argv: readonly string[]): BenchOptions {
   if (!Number.isInteger(rounds) || rounds < 1)
     throw new Error(`--rounds must be a positive integer\n${USAGE}`);
   const designs = pick(values.designs, DESIGN_NAMES, '--designs');
-  const scenarioNames = pick(values.scenarios, [...SCENARIOS, 'sweep'] as const, '--scenarios');
-  const scenarios = scenarioNames.filter((s): s is ScenarioName => s !== 'sweep');
+  const scenarioNames = pick(
+    values.scenarios,
+    [...SCENARIOS, 'sweep', 'refund'] as const,
+    '--scenarios',
+  );
+  const scenarios = scenarioNames.filter((s): s is ScenarioName => s !== 'sweep' && s !== 'refund');
   const sweep = scenarioNames.includes('sweep') && designs.includes('engine');
+  const refunds = scenarioNames.includes('refund') && designs.includes('engine');
   return {
     mode,
     rounds,
@@ -82,6 +89,7 @@ export function parseBenchOptions(argv: readonly string[]): BenchOptions {
     designs,
     scenarios,
     sweep,
+    refunds,
     complete: values.designs === undefined && values.scenarios === undefined && rounds >= 3,
     note: values.note ?? null,
   };

@@ -211,6 +211,7 @@ export function renderReport(results: BenchResults): string {
 
   if (scenarios.includes('storm')) lines.push(...stormSection(results, designs));
   if (results.sweep.length > 0) lines.push(...sweepSection(results));
+  if ((results.refunds ?? []).length > 0) lines.push(...refundSection(results));
 
   lines.push(
     '',
@@ -250,6 +251,38 @@ function stormSection(results: BenchResults, designs: DesignName[]): string[] {
       tallies.reduce((n, t) => n + pick(t), 0);
     lines.push(
       `| ${design} | ${sum((t) => t.keys)} | ${sum((t) => t.charged)} | ${sum((t) => t.replayed)} | ${sum((t) => t.inUse)} | ${sum((t) => t.providerCreateCalls)} | ${sum((t) => t.providerCharges)} |`,
+    );
+  }
+  return lines;
+}
+
+function refundSection(results: BenchResults): string[] {
+  const lines = [
+    '',
+    '### Refunds (engine only), side by side with the charges they refund',
+    '',
+    'Each round, at each concurrency: fresh charges, then one partial refund of each, timed one',
+    "right after the other. A refund runs the charge's machinery, its reservation a conditional",
+    "update of the charge's row in the claim's commit.",
+    '',
+    '| concurrency | charges/s | refunds/s | refund ÷ charge | charge p50 ms | refund p50 ms |',
+    '|--:|--:|--:|--:|--:|--:|',
+  ];
+  const refunds = results.refunds ?? [];
+  for (const c of results.config.concurrencies) {
+    const at = refunds.filter((r) => r.concurrency === c);
+    if (at.length === 0) continue;
+    const charge = median(at.map((r) => r.charge.throughput));
+    const refund = median(at.map((r) => r.refund.throughput));
+    lines.push(
+      `| ${c} | ${fixed(charge, 0)} | ${fixed(refund, 0)} | ${fixed(median(at.map((r) => r.refund.throughput / r.charge.throughput)), 2)} | ${fixed(median(at.map((r) => r.charge.p50Ms)), 2)} | ${fixed(median(at.map((r) => r.refund.p50Ms)), 2)} |`,
+    );
+  }
+  const wire = results.refundRoundTrips;
+  if (wire) {
+    lines.push(
+      '',
+      `Round trips per refund, counted on the wire: ${wire.fresh.roundTrips} fresh (${wire.fresh.transactions} commits), ${wire.replay.roundTrips} for a replay.`,
     );
   }
   return lines;
