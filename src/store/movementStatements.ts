@@ -90,7 +90,7 @@ function claimText(keys: string, charges: string, movements: string): string {
       RETURNING status, refusal, amount_minor, currency, provider_charge_id
     )
     SELECT EXISTS (SELECT 1 FROM claimed) AS claimed, e.*, mv.status AS new_status,
-      mv.refusal AS new_refusal, mv.amount_minor AS new_amount_minor,
+      mv.refusal AS new_refusal, mv.amount_minor::float8 AS new_amount_minor,
       mv.currency AS new_currency, mv.provider_charge_id AS new_provider_charge_id
     FROM (SELECT 1) AS one
     LEFT JOIN existing e ON true

@@ -288,10 +288,10 @@ function readMovementKeyState(row: Row): MovementKeyState {
   };
 }
 
-/** An amount: node-postgres returns bigint as text, float8 as a number. */
+/** An amount, sent as float8 (exact to 2^53, beyond any amount) but read whatever the driver made of it. */
 function minor(row: Row, column: string): number {
   const value = row[column];
-  const n = typeof value === 'string' ? Number(value) : value;
+  const n = typeof value === 'string' || typeof value === 'bigint' ? Number(value) : value;
   if (typeof n !== 'number' || !Number.isFinite(n)) {
     throw new Error(`chargeonce: column ${column} should be a number, got ${typeof value}`);
   }
