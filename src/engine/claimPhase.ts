@@ -1,22 +1,16 @@
 import { randomUUID } from 'node:crypto';
-import {
-  ChargeNeedsAttentionError,
-  IdempotencyKeyExpiredError,
-  IdempotencyKeyInUseError,
-  IdempotencyKeyReusedError,
-} from '../errors.js';
+import { examineExistingKey } from './existingKey.js';
 import { deriveProviderKey, type ValidatedRequest } from '../request.js';
 import { claimKey, claimKeyPrepared, type ClaimInput } from '../store/claimKey.js';
 import type { StorePools } from '../store/resolvePool.js';
 import type { ScopedKey } from '../store/keyState.js';
 import { withStore } from '../store/storeErrors.js';
 import { takeOverKey } from '../store/takeOverKey.js';
-import { differingFields } from './requestDiff.js';
 import type { EngineEnv } from './engineEnv.js';
 import type { HeldLease } from './lease.js';
 import type { Reservation } from '../store/reservation.js';
 import { observePhase } from './observeCharge.js';
-import { replayOf, retryAfterForLease } from './outcomes.js';
+import { replayOf } from './outcomes.js';
 import { runReserveHook } from './reserveHook.js';
 import type { ChargeOutcome } from './types.js';
 
@@ -122,13 +116,14 @@ export async function claimPhase(
   }
 
   const state = result.state;
-  // The fingerprint check comes first: a different request never learns anything of the key.
-  if (state.requestHash !== v.fingerprint) {
-    const refused = reusedKeyError(result.storedRequest, v);
-    env.observer.event({ type: 'reused', ...scoped, differingFields: refused.differingFields });
-    throw refused;
-  }
-  if (state.recoveryPoint === 'completed') {
+  const found = examineExistingKey(
+    env,
+    scoped,
+    { ...state, subjectId: state.chargeId },
+    result.storedRequest,
+    v,
+  );
+  if (found === 'completed') {
     const outcome = replayOf(state);
     env.observer.annotate({ 'chargeonce.recovery_point': 'completed' });
     env.observer.event({
@@ -139,13 +134,6 @@ export async function claimPhase(
       httpStatus: outcome.httpStatus,
     });
     return { kind: 'response', outcome };
-  }
-  if (state.recoveryPoint === 'expired') throw new IdempotencyKeyExpiredError(state.chargeId);
-  if (state.recoveryPoint === 'failed') throw new ChargeNeedsAttentionError();
-  if (state.leaseHeld) {
-    const retryAfterMs = retryAfterForLease(state.leaseRemainingMs);
-    env.observer.event({ type: 'conflict', ...scoped, retryAfterMs });
-    throw new IdempotencyKeyInUseError(retryAfterMs);
   }
   const takeOverSentAt = env.clock.now();
   const taken = await withStore(() =>
@@ -191,23 +179,4 @@ function fastClaim(env: EngineEnv, pools: StorePools) {
   if (pools.group) return pools.group.claim;
   const pg = pools.pg;
   return pg ? (claim: ClaimInput) => claimKeyPrepared(pg, env.tables, claim) : null;
-}
-
-/**
- * A 422 that names the fields that differ from the stored request (the claim returned it because
- * the fingerprints differ). A tombstone keeps no request: then the refusal names none.
- */
-export function reusedKeyError(
-  storedRequest: string | null,
-  v: { canonical: string },
-): IdempotencyKeyReusedError {
-  if (!storedRequest) return new IdempotencyKeyReusedError();
-  try {
-    const incoming = JSON.parse(v.canonical) as Record<string, unknown>;
-    return new IdempotencyKeyReusedError({
-      differingFields: differingFields(storedRequest, incoming),
-    });
-  } catch {
-    return new IdempotencyKeyReusedError();
-  }
 }

@@ -1,9 +1,6 @@
 import { randomUUID } from 'node:crypto';
-import {
-  ChargeNeedsAttentionError,
-  IdempotencyKeyExpiredError,
-  IdempotencyKeyInUseError,
-} from '../errors.js';
+import { IdempotencyKeyInUseError } from '../errors.js';
+import { examineExistingKey } from './existingKey.js';
 import type { ValidatedMovement } from '../movementRequest.js';
 import { deriveProviderKey } from '../request.js';
 import {
@@ -15,12 +12,10 @@ import {
 import type { ScopedKey } from '../store/keyState.js';
 import { withStore } from '../store/storeErrors.js';
 import { crashPoint, stallPoint } from './chargePhase.js';
-import { reusedKeyError } from './claimPhase.js';
 import type { EngineEnv } from './engineEnv.js';
 import type { MovementDefinition } from './movementDefinitions.js';
 import { movementPhase, type OwnedMovement } from './movementPhase.js';
 import type { MovementStatus } from './movementTypes.js';
-import { retryAfterForLease } from './outcomes.js';
 
 /** A refund's or capture's outcome, before it is named for its kind. */
 export type MovementOutcome = {
@@ -134,12 +129,14 @@ async function attempt(
     });
   }
   const state = claim.state;
-  if (state.requestHash !== v.fingerprint) {
-    const refused = reusedKeyError(claim.storedRequest, v);
-    env.observer.event({ type: 'reused', ...scoped, differingFields: refused.differingFields });
-    throw refused;
-  }
-  if (state.recoveryPoint === 'completed') {
+  const found = examineExistingKey(
+    env,
+    scoped,
+    { ...state, subjectId: state.movementId },
+    claim.storedRequest,
+    v,
+  );
+  if (found === 'completed') {
     env.observer.event({
       type: 'replayed',
       ...scoped,
@@ -148,13 +145,6 @@ async function attempt(
       httpStatus: state.responseStatus ?? 0,
     });
     return replayOf(state, v.request.chargeId);
-  }
-  if (state.recoveryPoint === 'expired') throw new IdempotencyKeyExpiredError(state.movementId);
-  if (state.recoveryPoint === 'failed') throw new ChargeNeedsAttentionError();
-  if (state.leaseHeld) {
-    const retryAfterMs = retryAfterForLease(state.leaseRemainingMs);
-    env.observer.event({ type: 'conflict', ...scoped, retryAfterMs });
-    throw new IdempotencyKeyInUseError(retryAfterMs);
   }
   const takeOverSentAt = env.clock.now();
   const taken = await withStore(async () =>

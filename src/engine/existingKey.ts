@@ -1,0 +1,72 @@
+import {
+  ChargeNeedsAttentionError,
+  IdempotencyKeyExpiredError,
+  IdempotencyKeyInUseError,
+  IdempotencyKeyReusedError,
+} from '../errors.js';
+import type { RecoveryPoint, ScopedKey } from '../store/keyState.js';
+import { differingFields } from './requestDiff.js';
+import type { EngineEnv } from './engineEnv.js';
+import { retryAfterForLease } from './outcomes.js';
+
+/** An existing key as a claim read it, whatever the operation. */
+export type ExistingKey = {
+  requestHash: string;
+  recoveryPoint: RecoveryPoint;
+  /** The charge (or refund, or capture) the key guards. */
+  subjectId: string;
+  leaseHeld: boolean;
+  leaseRemainingMs: number;
+};
+
+/**
+ * What a claim that found the key already there does with it, the same for every operation:
+ * `completed` (replay it) or `resumable` (take it over at its recovery point). The fingerprint
+ * check comes first: a different request never learns anything of the key.
+ *
+ * @throws {IdempotencyKeyReusedError} the key belongs to a different request.
+ * @throws {IdempotencyKeyExpiredError} the key completed and was reaped to a tombstone.
+ * @throws {ChargeNeedsAttentionError} the key is parked in `failed`.
+ * @throws {IdempotencyKeyInUseError} another attempt holds the key.
+ */
+export function examineExistingKey(
+  env: EngineEnv,
+  scoped: ScopedKey,
+  key: ExistingKey,
+  storedRequest: string | null,
+  v: { fingerprint: string; canonical: string },
+): 'completed' | 'resumable' {
+  if (key.requestHash !== v.fingerprint) {
+    const refused = reusedKeyError(storedRequest, v);
+    env.observer.event({ type: 'reused', ...scoped, differingFields: refused.differingFields });
+    throw refused;
+  }
+  if (key.recoveryPoint === 'completed') return 'completed';
+  if (key.recoveryPoint === 'expired') throw new IdempotencyKeyExpiredError(key.subjectId);
+  if (key.recoveryPoint === 'failed') throw new ChargeNeedsAttentionError();
+  if (key.leaseHeld) {
+    const retryAfterMs = retryAfterForLease(key.leaseRemainingMs);
+    env.observer.event({ type: 'conflict', ...scoped, retryAfterMs });
+    throw new IdempotencyKeyInUseError(retryAfterMs);
+  }
+  return 'resumable';
+}
+
+/**
+ * A 422 that names the fields that differ from the stored request (the claim returned it because
+ * the fingerprints differ). A tombstone keeps no request: then the refusal names none.
+ */
+export function reusedKeyError(
+  storedRequest: string | null,
+  v: { canonical: string },
+): IdempotencyKeyReusedError {
+  if (!storedRequest) return new IdempotencyKeyReusedError();
+  try {
+    const incoming = JSON.parse(v.canonical) as Record<string, unknown>;
+    return new IdempotencyKeyReusedError({
+      differingFields: differingFields(storedRequest, incoming),
+    });
+  } catch {
+    return new IdempotencyKeyReusedError();
+  }
+}
