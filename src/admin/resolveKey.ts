@@ -6,6 +6,7 @@ import { hookTransaction } from '../engine/hookTransaction.js';
 import { leaseLost } from '../engine/leaseLost.js';
 import type { ChargeOutcome } from '../engine/types.js';
 import { InvalidRequestError } from '../errors.js';
+import { movementDefinition } from '../engine/movementDefinitions.js';
 import { validateChargeRequest, type ChargeRequest } from '../request.js';
 import type { CompletionInput } from '../store/completeKey.js';
 import { completeParkedKey } from '../store/completeParkedKey.js';
@@ -42,6 +43,15 @@ type Resolution = (typeof OUTCOMES)[number];
 export async function resolveKey(env: EngineEnv, input: ResolveInput): Promise<ResolveResult> {
   const resolution = readResolveInput(input, env.operation);
   const { scoped } = resolution;
+  if (movementDefinition(scoped.operation)) {
+    // A refund or capture has no charge row to resolve into: nothing is written.
+    throw new InvalidRequestError([
+      {
+        field: 'operation',
+        message: `resolving a parked ${scoped.operation} is not supported: requeue it, and the sweeper asks the provider again`,
+      },
+    ]);
+  }
   const lockToken = randomUUID();
   const pool = await env.pool();
   const resolved = await withStore(() =>
