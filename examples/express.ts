@@ -25,8 +25,9 @@ const merchants = new Map([['Bearer sk_test_shop', 'm_shop']]);
 
 const app = express();
 app.use(express.json());
+// One handler for the three routes: it tells them apart by the end of the path.
 app.post(
-  '/charges',
+  ['/charges', '/charges/:id/refunds', '/charges/:id/capture'],
   createChargeHandler(engine, {
     authenticate: (req) => merchants.get(req.headers.authorization ?? '') ?? null,
   }),

@@ -23,7 +23,10 @@ const charge = createFetchHandler({
 });
 
 const app = new Hono();
+// One handler for the three routes: it tells them apart by the end of the path.
 app.post('/charges', (c) => charge(c.req.raw));
+app.post('/charges/:id/refunds', (c) => charge(c.req.raw));
+app.post('/charges/:id/capture', (c) => charge(c.req.raw));
 
 const server = serve(
   { fetch: app.fetch, port: Number(process.env.PORT ?? 3000), hostname: '127.0.0.1' },

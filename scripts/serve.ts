@@ -69,7 +69,8 @@ const chargeHandler = createChargeHandler(engine, { authenticate });
 
 const server = createServer((req, res) => {
   const path = new URL(req.url ?? '/', 'http://localhost').pathname;
-  if (path === '/charges') {
+  // The handler routes what is below a charge itself: refunds, captures, and a 404 for the rest.
+  if (path === '/charges' || path.startsWith('/charges/')) {
     void chargeHandler(req, res);
     return;
   }
@@ -88,9 +89,10 @@ await new Promise<void>((resolve, reject) => {
 // PORT=0 picks a free port: print the one the server got.
 const api = `http://127.0.0.1:${(server.address() as AddressInfo).port}`;
 const key = `order-${randomUUID()}`;
-const charge = (body: string, extra = '') =>
-  `curl -i ${api}/charges -H 'Authorization: Bearer sk_test_shop' \\\n` +
+const post = (path: string, body: string, extra = '') =>
+  `curl -i ${api}${path} -H 'Authorization: Bearer sk_test_shop' \\\n` +
   `    -H 'Content-Type: application/json' ${extra}-d '${body}'`;
+const charge = (body: string, extra = '') => post('/charges', body, extra);
 const order = '{"customerId":"c_ada","amountMinor":2000,"currency":"NGN"}';
 console.log(`chargeonce payment API on ${api}
   PostgreSQL: ${database.source}    fake provider: ${providerServer.url} (seed ${providerServer.seed})
@@ -101,6 +103,8 @@ Same key, different amount (422):
   ${charge(order.replace('2000', '2500'), `-H 'Idempotency-Key: ${key}' `)}
 No key (400), or no Authorization header (401):
   ${charge(order)}
+Refund part of it (set CHARGE_ID to the "id" of the charge's answer; run it twice: one refund):
+  ${post('/charges/$CHARGE_ID/refunds', '{"amountMinor":500,"reason":"requested_by_customer"}', `-H 'Idempotency-Key: refund-${randomUUID()}' `)}
 What the provider really charged:
   curl ${providerServer.url}/v1/ledger
 chargeonce's metrics, as Prometheus scrapes them:

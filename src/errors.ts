@@ -20,6 +20,8 @@ export const CHARGE_ONCE_ERROR_CODES = [
   'unauthenticated',
   'unsupported_media_type',
   'payload_too_large',
+  'not_found',
+  'not_implemented',
   // The client (`createChargeClient`), when it gives up.
   'charge_refused',
   'charge_retries_exhausted',

@@ -8,11 +8,16 @@ export type ChargeClientResponse = {
   body: string;
 };
 
+/** What the client was asked to do: `charge()`, `refund()` or `capture()`. */
+export type ClientOperation = 'charge' | 'refund' | 'capture';
+
 /**
- * Why the client gave up:
+ * Why the client gave up (the codes say `charge_` for refunds and captures too; `operation`
+ * says which it was):
  * - `charge_refused`: an answer that retrying cannot change (400, 401, 403, 404, 410, 422, 500,
- *   a `reserve` hook's rejection, a cancelled charge, an expired key, a refused provider answer,
- *   or any replayed outcome other than 2xx/402).
+ *   501, a `reserve` hook's rejection, a refund or capture chargeonce refused (422 with
+ *   `refusal`), a cancelled operation, an expired key, a refused provider answer, or any
+ *   replayed outcome other than 2xx/402).
  * - `charge_retries_exhausted`: every failure was retryable, but `retries` or `maxElapsedMs` ran
  *   out (or a `Retry-After` pointed past `maxElapsedMs`, or asked for more than
  *   `MAX_RETRY_DELAY_MS`).
@@ -33,6 +38,8 @@ export class ChargeClientError extends ChargeOnceError {
   readonly attempts: number;
   /** The last response received, if any came (the last attempt may have failed on the network). */
   readonly response: ChargeClientResponse | undefined;
+  /** Which call gave up. */
+  readonly operation: ClientOperation;
 
   /**
    * `httpStatus` is the last response's status, or 502 when none came.
@@ -45,29 +52,34 @@ export class ChargeClientError extends ChargeOnceError {
       attempts: number;
       response: ChargeClientResponse | undefined;
       cause?: unknown;
+      /** @defaultValue `'charge'` */
+      operation?: ClientOperation;
     },
   ) {
-    super(code, details.response?.status ?? 502, describe(code, details), {
+    const operation = details.operation ?? 'charge';
+    super(code, details.response?.status ?? 502, describe(code, operation, details), {
       cause: details.cause,
     });
     this.key = details.key;
     this.attempts = details.attempts;
     this.response = details.response;
+    this.operation = operation;
   }
 }
 
 function describe(
   code: ChargeClientErrorCode,
+  operation: ClientOperation,
   details: { attempts: number; response: ChargeClientResponse | undefined },
 ): string {
   const last = details.response ? `last status ${details.response.status}` : 'no response';
   const tries = `${details.attempts} attempt${details.attempts === 1 ? '' : 's'}`;
   switch (code) {
     case 'charge_refused':
-      return `The charge was refused with status ${details.response?.status ?? 'unknown'}.`;
+      return `The ${operation} was refused with status ${details.response?.status ?? 'unknown'}.`;
     case 'charge_retries_exhausted':
-      return `The charge did not get an answer that can be kept after ${tries} (${last}).`;
+      return `The ${operation} did not get an answer that can be kept after ${tries} (${last}).`;
     case 'charge_aborted':
-      return `The charge was aborted after ${tries} (${last}).`;
+      return `The ${operation} was aborted after ${tries} (${last}).`;
   }
 }

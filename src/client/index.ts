@@ -8,4 +8,8 @@ export type {
 } from './createChargeClient.js';
 export { ChargeClientError } from './ChargeClientError.js';
 export { MAX_RETRY_DELAY_MS } from './retryPolicy.js';
-export type { ChargeClientErrorCode, ChargeClientResponse } from './ChargeClientError.js';
+export type {
+  ChargeClientErrorCode,
+  ChargeClientResponse,
+  ClientOperation,
+} from './ChargeClientError.js';

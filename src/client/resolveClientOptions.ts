@@ -10,7 +10,8 @@ export type ChargeClientOptions = {
    */
   baseUrl: string | URL;
   /**
-   * The charge route under `baseUrl`.
+   * The charge route under `baseUrl`; refunds go to `{path}/{chargeId}/refunds` and captures
+   * to `{path}/{chargeId}/capture` (the server serves those below a path ending in `/charges`).
    * @defaultValue `'/charges'`
    */
   path?: string;

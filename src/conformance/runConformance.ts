@@ -6,6 +6,8 @@ import {
   type PaymentProvider,
   type ProviderCharge,
 } from '../provider/PaymentProvider.js';
+import { check, CheckFailed, describeAnswer, describeError } from './conformanceCheck.js';
+import { runMovementChecks } from './movementChecks.js';
 
 /**
  * What the conformance battery needs to know about a provider, and the faults it can ask of it.
@@ -48,30 +50,14 @@ export type ConformanceCheck = {
 /** What {@link runConformance} found. */
 export type ConformanceReport = { ok: boolean; checks: ConformanceCheck[] };
 
-class CheckFailed extends Error {}
-
-function check(condition: boolean, message: string): asserts condition {
-  if (!condition) throw new CheckFailed(message);
-}
-
-function describeCharge(charge: unknown): string {
-  return JSON.stringify(charge) ?? String(charge);
-}
-
-function describeError(error: unknown): string {
-  if (error instanceof ProviderTransientError) return `ProviderTransientError(${error.reason})`;
-  if (error instanceof Error) {
-    return `${error.name}: ${error.message.replace(/\s+/g, ' ').slice(0, 200)}`;
-  }
-  return String(error);
-}
-
 /**
  * Runs a fixed battery against any `PaymentProvider`: each check makes real calls with fresh
  * provider keys, so point it at a sandbox or an emulator, never at live money. Checks:
  * amounts and currencies echoed, dedupe on `providerKey`, `findCharge` after a lost answer and
  * for a key never charged, declines as outcomes (replayed and found), the `AbortSignal`
- * honoured within the budget, transient vs. permanent failures, the declared window.
+ * honoured within the budget, transient vs. permanent failures, the declared window; and, for a
+ * provider that has them, refunds (partial, deduped, found, refused past the capture) and
+ * captures (of an authorization, once, found).
  */
 export async function runConformance(options: ConformanceOptions): Promise<ConformanceReport> {
   const { fixture } = options;
@@ -100,12 +86,12 @@ export async function runConformance(options: ConformanceOptions): Promise<Confo
   ) => {
     check(
       typeof charge?.id === 'string' && charge.id !== '',
-      `no charge id in ${describeCharge(charge)}`,
+      `no charge id in ${describeAnswer(charge)}`,
     );
-    check(charge.status === status, `expected ${status}, got ${describeCharge(charge)}`);
+    check(charge.status === status, `expected ${status}, got ${describeAnswer(charge)}`);
     check(
       charge.amountMinor === sent.amountMinor && charge.currency === sent.currency,
-      `sent ${sent.amountMinor} ${sent.currency}, got ${describeCharge(charge)}`,
+      `sent ${sent.amountMinor} ${sent.currency}, got ${describeAnswer(charge)}`,
     );
   };
 
@@ -168,7 +154,7 @@ export async function runConformance(options: ConformanceOptions): Promise<Confo
 
   await run('findCharge for a key never charged', async () => {
     const found = await find(newKey(), new Date());
-    check(found === null, `expected null, got ${describeCharge(found)}`);
+    check(found === null, `expected null, got ${describeAnswer(found)}`);
     return 'null';
   });
 
@@ -180,17 +166,17 @@ export async function runConformance(options: ConformanceOptions): Promise<Confo
     expectCharge(declined, request, 'declined');
     check(
       typeof declined.declineCode === 'string' && declined.declineCode !== '',
-      `no declineCode in ${describeCharge(declined)}`,
+      `no declineCode in ${describeAnswer(declined)}`,
     );
     const replayed = await provider.createCharge(request, { signal: signal() });
     check(
       replayed.id === declined.id && replayed.status === 'declined',
-      `the same key again answered ${describeCharge(replayed)}`,
+      `the same key again answered ${describeAnswer(replayed)}`,
     );
     const found = await find(request.providerKey, reservedAt);
     check(
       found?.id === declined.id && found.status === 'declined',
-      `findCharge answered ${describeCharge(found)}`,
+      `findCharge answered ${describeAnswer(found)}`,
     );
     return `declined (${declined.declineCode}), replayed and found as ${declined.id}`;
   });
@@ -202,7 +188,7 @@ export async function runConformance(options: ConformanceOptions): Promise<Confo
     const error = await provider
       .createCharge(input(), { signal: AbortSignal.timeout(budgetMs) })
       .then(
-        (charge) => new CheckFailed(`a hung call answered ${describeCharge(charge)}`),
+        (charge) => new CheckFailed(`a hung call answered ${describeAnswer(charge)}`),
         (e: unknown) => e,
       );
     const tookMs = Math.round(performance.now() - started);
@@ -222,7 +208,7 @@ export async function runConformance(options: ConformanceOptions): Promise<Confo
     await fixture.transient();
     const request = input();
     const error = await provider.createCharge(request, { signal: signal() }).then(
-      (charge) => new CheckFailed(`the failing call answered ${describeCharge(charge)}`),
+      (charge) => new CheckFailed(`the failing call answered ${describeAnswer(charge)}`),
       (e: unknown) => e,
     );
     if (error instanceof CheckFailed) throw error;
@@ -235,7 +221,7 @@ export async function runConformance(options: ConformanceOptions): Promise<Confo
     if (!fixture.permanent) return { skip: 'the fixture cannot make a call fail permanently' };
     await fixture.permanent();
     const error = await provider.createCharge(input(), { signal: signal() }).then(
-      (charge) => new CheckFailed(`the failing call answered ${describeCharge(charge)}`),
+      (charge) => new CheckFailed(`the failing call answered ${describeAnswer(charge)}`),
       (e: unknown) => e,
     );
     if (error instanceof CheckFailed) throw error;
@@ -245,6 +231,8 @@ export async function runConformance(options: ConformanceOptions): Promise<Confo
     );
     return describeError(error);
   });
+
+  await runMovementChecks({ provider, run, chargeInput: input, newKey, signal });
 
   await run('idempotency window and lookup declared', () => {
     const windowMs = provider.idempotencyWindowMs;
@@ -287,6 +275,19 @@ function settlingWithin(provider: PaymentProvider, ms: number): PaymentProvider 
     ...declaredTraits(provider),
     createCharge: (input, opts) => deadline(() => provider.createCharge(input, opts)),
     findCharge: (providerKey, opts) => deadline(() => provider.findCharge(providerKey, opts)),
+    ...(provider.createRefund && provider.findRefund
+      ? {
+          createRefund: (input, opts) => deadline(() => provider.createRefund!(input, opts)),
+          findRefund: (providerKey, opts) =>
+            deadline(() => provider.findRefund!(providerKey, opts)),
+        }
+      : {}),
+    ...(provider.capture && provider.findCapture
+      ? {
+          capture: (input, opts) => deadline(() => provider.capture!(input, opts)),
+          findCapture: (input, opts) => deadline(() => provider.findCapture!(input, opts)),
+        }
+      : {}),
   };
 }
 

@@ -12,6 +12,16 @@ export type EdgeRequest = {
   /** The request method, upper case. */
   readonly method: string;
   /**
+   * The request's path, without its query, percent-encoding kept: the full path the client
+   * sent, not what is left of it below a mount point (the edge routes by its end).
+   */
+  readonly path: string;
+  /**
+   * True when the adapter routed the request to the edge as a path below the charge route's
+   * own (Fastify's `${path}/*`): then it is a refund, a capture or unknown, never a charge.
+   */
+  readonly beyondMount?: boolean;
+  /**
    * Every value of a header, one per header line where the platform keeps them apart (node);
    * already joined with ", " where it does not (Fetch). Empty when the header is absent.
    */

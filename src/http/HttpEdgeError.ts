@@ -2,11 +2,17 @@ import { ChargeOnceError } from '../errors.js';
 
 /** What the HTTP edge refuses by itself (each one is in `CHARGE_ONCE_ERROR_CODES`). */
 export type HttpEdgeErrorCode =
-  'method_not_allowed' | 'unauthenticated' | 'unsupported_media_type' | 'payload_too_large';
+  | 'method_not_allowed'
+  | 'unauthenticated'
+  | 'unsupported_media_type'
+  | 'payload_too_large'
+  | 'not_found'
+  | 'not_implemented';
 
 /**
- * A refusal of the HTTP edge itself, before the engine is asked anything: wrong method, no
- * credentials, an unreadable or oversized body. Nothing is written, so the key stays unused.
+ * A refusal of the HTTP edge itself, before the engine is asked anything: an unknown path, a
+ * route the engine cannot serve, wrong method, no credentials, an unreadable or oversized body.
+ * Nothing is written, so the key stays unused.
  */
 export class HttpEdgeError extends ChargeOnceError {
   declare readonly code: HttpEdgeErrorCode;
@@ -18,8 +24,9 @@ export class HttpEdgeError extends ChargeOnceError {
     httpStatus: number,
     message: string,
     headers: Record<string, string> = {},
+    options?: { cause?: unknown },
   ) {
-    super(code, httpStatus, message);
+    super(code, httpStatus, message, options);
     this.headers = headers;
   }
 }

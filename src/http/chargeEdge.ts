@@ -1,13 +1,21 @@
-import type { ChargeEngine } from '../engine/createChargeEngine.js';
-import { InvalidConfigurationError } from '../errors.js';
+import { InvalidConfigurationError, InvalidRequestError, type FieldIssue } from '../errors.js';
 import { ClientGoneError } from './ClientGoneError.js';
 import type { EdgeRequest } from './EdgeRequest.js';
+import {
+  EDGE_OPERATIONS,
+  type ChargeEdgeEngine,
+  type EdgeCall,
+  type EdgeOperation,
+} from './edgeOperations.js';
 import type { ResolvedEdgeOptions } from './edgeOptions.js';
+import { routeOf } from './edgeRoute.js';
 import { errorResponse, type ErrorStyle, type HttpAnswer } from './errorResponse.js';
 import { HttpEdgeError } from './HttpEdgeError.js';
 import { negotiateErrorFormat } from './negotiateErrorFormat.js';
-import { parseChargeBody } from './parseChargeBody.js';
+import { chargeIdOfSegment } from './parseMovementBody.js';
 import { readIdempotencyKey } from './readIdempotencyKey.js';
+
+export type { ChargeEdgeEngine } from './edgeOperations.js';
 
 /**
  * The HTTP edge as a function of a request, whatever carries it: every adapter (node handler,
@@ -17,12 +25,13 @@ import { readIdempotencyKey } from './readIdempotencyKey.js';
  */
 export type ChargeEdge<Req> = (native: Req, request: EdgeRequest) => Promise<HttpAnswer | null>;
 
-/** The engine the edge needs: one call. */
-export type ChargeEdgeEngine = Pick<ChargeEngine, 'processCharge'>;
+const NOT_FOUND_MESSAGE =
+  'No such route. Below a charge there are only POST …/charges/{chargeId}/refunds and POST …/charges/{chargeId}/capture.';
 
 /**
  * Creates the shared core of the HTTP edge.
- * @throws {InvalidConfigurationError} when `engine` has no `processCharge`.
+ * @throws {InvalidConfigurationError} when `engine` has no `processCharge`, or has a
+ * `processRefund` or `processCapture` that is not a function.
  */
 export function createChargeEdge<Req>(
   engine: ChargeEdgeEngine,
@@ -30,6 +39,11 @@ export function createChargeEdge<Req>(
 ): ChargeEdge<Req> {
   if (typeof engine?.processCharge !== 'function') {
     throw new InvalidConfigurationError('engine is required: a charge engine (createChargeEngine)');
+  }
+  for (const method of ['processRefund', 'processCapture'] as const) {
+    if (engine[method] !== undefined && typeof engine[method] !== 'function') {
+      throw new InvalidConfigurationError(`engine.${method} must be a function when present`);
+    }
   }
   return async (native, request) => {
     const style: ErrorStyle = {
@@ -40,6 +54,10 @@ export function createChargeEdge<Req>(
     try {
       // Everything a request can be refused for without its body is checked before the body
       // is read: a refusal costs no upload, and the key stays unused.
+      const route = routeOf(request.path, request.beyondMount);
+      if (route.kind === 'unknown') throw new HttpEdgeError('not_found', 404, NOT_FOUND_MESSAGE);
+      const operation: EdgeOperation = EDGE_OPERATIONS[route.kind];
+      requireServed(engine, operation);
       if (request.method !== 'POST') {
         throw new HttpEdgeError('method_not_allowed', 405, 'Use POST.', { Allow: 'POST' });
       }
@@ -56,12 +74,17 @@ export function createChargeEdge<Req>(
           'authenticate must return a merchant id (a string) or null',
         );
       }
-      const key = readIdempotencyKey(request.headerValues(config.keyHeader), config.keyHeader);
+      const call = readCall(
+        request,
+        config.keyHeader,
+        merchantId,
+        route.kind === 'charge' ? undefined : route.chargeIdSegment,
+      );
       requireJson(headerOf(request, 'content-type'));
 
       const body = await request.readBody(config.maxBodyBytes);
       bodyRead = true;
-      const outcome = await engine.processCharge(key, parseChargeBody(body, merchantId));
+      const outcome = await operation.run(engine, call, body);
       return {
         status: outcome.httpStatus,
         // Only a replay says so: the first answer of a decline or a rejection is not one.
@@ -80,6 +103,53 @@ export function createChargeEdge<Req>(
       return answer;
     }
   };
+}
+
+/**
+ * A route whose engine method is missing answers 501: the server does not offer the operation,
+ * which no retry changes. The operator hears of it through `onError` (a 5xx), with the reason.
+ */
+function requireServed(engine: ChargeEdgeEngine, operation: EdgeOperation): void {
+  if (typeof engine[operation.method] === 'function') return;
+  throw new HttpEdgeError(
+    'not_implemented',
+    501,
+    `${operation.served} are not served here.`,
+    {},
+    {
+      cause: new InvalidConfigurationError(
+        `the engine given to the HTTP edge has no ${operation.method}`,
+      ),
+    },
+  );
+}
+
+/**
+ * The key, and the path's charge id below a charge, checked together before the body is read:
+ * one 400 names both when both are wrong.
+ */
+function readCall(
+  request: EdgeRequest,
+  keyHeader: string,
+  merchantId: string,
+  chargeIdSegment: string | undefined,
+): EdgeCall {
+  const issues: FieldIssue[] = [];
+  let key = '';
+  try {
+    key = readIdempotencyKey(request.headerValues(keyHeader), keyHeader);
+  } catch (error) {
+    if (!(error instanceof InvalidRequestError)) throw error;
+    issues.push(...error.issues);
+  }
+  let chargeId = '';
+  if (chargeIdSegment !== undefined) {
+    const fromPath = chargeIdOfSegment(chargeIdSegment);
+    chargeId = fromPath.chargeId;
+    issues.push(...fromPath.issues);
+  }
+  if (issues.length > 0) throw new InvalidRequestError(issues);
+  return { key, merchantId, chargeId };
 }
 
 /** A header as one value: repeated lines joined with ", ", as Fetch would join them. */

@@ -56,7 +56,10 @@ export type ChargeOnceFastifyOptions = Omit<
   /** The charge engine (`createChargeEngine`). */
   engine: ChargeEdgeEngine;
   /**
-   * The route's path, under the prefix the plugin is registered with.
+   * The charge route's path, under the prefix the plugin is registered with. The plugin also
+   * takes every path below it, where the edge serves `{chargeId}/refunds` and
+   * `{chargeId}/capture` when the full path ends in `/charges` (the default), and answers 404
+   * to the rest.
    * @defaultValue `'/charges'`
    */
   path?: string;
@@ -74,8 +77,9 @@ export type ChargeOnceFastifyOptions = Omit<
 const METHODS: RouteMethod[] = ['DELETE', 'GET', 'OPTIONS', 'PATCH', 'POST', 'PUT'];
 
 /**
- * The charge endpoint as a Fastify plugin:
- * `app.register(chargeOnceFastify, { engine, authenticate, path: '/charges' })`. Same statuses,
+ * The charge endpoints as a Fastify plugin:
+ * `app.register(chargeOnceFastify, { engine, authenticate, path: '/charges' })` serves
+ * `POST /charges`, `POST /charges/:id/refunds` and `POST /charges/:id/capture`. Same statuses,
  * headers and bodies as {@link createChargeHandler}, answered through Fastify's reply (its hooks
  * and logging see it).
  *
@@ -103,26 +107,32 @@ export function chargeOnceFastify(
   scope.removeAllContentTypeParsers();
   // Any body, any type, is left unread for the edge, which reads, limits and judges it.
   scope.addContentTypeParser('*', (_request, _payload, parsed) => parsed(null));
-  scope.route({
-    method: METHODS,
-    url: options.path ?? '/charges',
-    handler: async (request, reply) => {
-      const answer = await edge(request, nodeEdgeRequest(request.raw));
-      if (answer === null) {
-        // Nobody to answer: Fastify must not wait for a reply that will never be sent.
-        reply.hijack();
-        return;
-      }
-      try {
-        send(reply, answer);
-      } catch (error) {
-        // An answer Fastify refuses (a stored status out of its range, say): a bare 500.
-        report(config.onError, error, request);
-        send(reply, errorResponse(error));
-      }
-      return reply;
-    },
-  });
+  const path = options.path ?? '/charges';
+  const route = (url: string, beyondMount: boolean) =>
+    scope.route({
+      method: METHODS,
+      url,
+      handler: async (request, reply) => {
+        const answer = await edge(request, nodeEdgeRequest(request.raw, beyondMount));
+        if (answer === null) {
+          // Nobody to answer: Fastify must not wait for a reply that will never be sent.
+          reply.hijack();
+          return;
+        }
+        try {
+          send(reply, answer);
+        } catch (error) {
+          // An answer Fastify refuses (a stored status out of its range, say): a bare 500.
+          report(config.onError, error, request);
+          send(reply, errorResponse(error));
+        }
+        return reply;
+      },
+    });
+  route(path, false);
+  // Everything below the charge route reaches the edge too, which routes it as the other
+  // adapters do: a refund, a capture, or a 404 in the edge's own format.
+  route(`${path.replace(/\/+$/, '')}/*`, true);
   done();
 }
 

@@ -22,9 +22,10 @@ const CLIENT_GONE_STATUS = 499;
 
 /**
  * Creates the HTTP edge of a charge engine as a Fetch-API handler, for Hono
- * (`app.post('/charges', (c) => handler(c.req.raw))`), Next.js route handlers
- * (`export const POST = handler`), Bun and Deno servers. Same statuses, headers and bodies as
- * {@link createChargeHandler}; `authenticate` gets the `Request`.
+ * (`app.post('/charges', h)` and `app.post('/charges/*', h)`, with `h = (c) => handler(c.req.raw)`),
+ * Next.js route handlers (`export const POST = handler`, in `charges/route.ts` and in
+ * `charges/[id]/refunds/route.ts`), Bun and Deno servers. Same routes, statuses, headers and
+ * bodies as {@link createChargeHandler}; `authenticate` gets the `Request`.
  *
  * Hand it the `Request` with its body unread. Fetch joins repeated header lines with ", ",
  * which is why a bare key may not hold a comma (see the README): two keys are refused alike on
@@ -60,6 +61,7 @@ function toResponse(answer: HttpAnswer): Response {
 function fetchEdgeRequest(request: Request): EdgeRequest {
   return {
     method: request.method.toUpperCase(),
+    path: pathOfRequest(request),
     headerValues: (name) => {
       const value = request.headers.get(name);
       return value === null ? [] : [value];
@@ -67,4 +69,13 @@ function fetchEdgeRequest(request: Request): EdgeRequest {
     isGone: () => request.signal.aborted,
     readBody: (limitBytes) => readFetchBody(request, limitBytes),
   };
+}
+
+function pathOfRequest(request: Request): string {
+  try {
+    return new URL(request.url).pathname;
+  } catch {
+    // A `Request` always has an absolute URL; a look-alike without one is routed as the mount.
+    return '/';
+  }
 }

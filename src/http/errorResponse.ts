@@ -169,6 +169,8 @@ const PROBLEM_TITLES: Record<ChargeOnceErrorCode | 'internal_error', string> = {
   unauthenticated: 'Authentication required',
   unsupported_media_type: 'Unsupported media type',
   payload_too_large: 'Request body too large',
+  not_found: 'No such route',
+  not_implemented: 'Operation not served',
   charge_refused: 'Charge refused',
   charge_retries_exhausted: 'Charge retries exhausted',
   charge_aborted: 'Charge aborted',

@@ -14,3 +14,4 @@ export type {
 export type { AuthenticatedMerchant, ChargeEdgeOptions } from './edgeOptions.js';
 export type { ChargeEdgeEngine } from './chargeEdge.js';
 export type { ChargeRequestBody } from './parseChargeBody.js';
+export type { CaptureRequestBody, RefundRequestBody } from './parseMovementBody.js';

@@ -1,15 +1,13 @@
 import { InvalidRequestError } from '../errors.js';
 import type { ChargeRequest } from '../request.js';
-import { crowdedObjectIssue } from './crowdedObjectIssue.js';
 import type { ChargeBody } from './EdgeRequest.js';
+import { parseJsonBody } from './parseJsonBody.js';
 
 /**
  * What a client sends to the charge endpoint: a charge request without the merchant, which
  * comes from authentication and never from the body.
  */
 export type ChargeRequestBody = Omit<ChargeRequest, 'merchantId'>;
-
-const utf8 = new TextDecoder('utf-8', { fatal: true });
 
 /**
  * Makes the body into a request for `merchantId`. Only the shape the handler owns is checked
@@ -20,10 +18,7 @@ const utf8 = new TextDecoder('utf-8', { fatal: true });
  * @throws {InvalidRequestError} naming `body`, or `merchantId` when the body carries one.
  */
 export function parseChargeBody(body: ChargeBody, merchantId: string): ChargeRequest {
-  const parsed = body.kind === 'parsed' ? body.value : parseBytes(body.bytes);
-  if (parsed === null || typeof parsed !== 'object' || Array.isArray(parsed)) {
-    throw bodyError('must be a JSON object');
-  }
+  const parsed = parseJsonBody(body);
   // The merchant is who authenticated. Taking one from the body, even an equal one, would
   // let a body speak for a merchant; refusing it makes a confused client fail loudly.
   if (Object.hasOwn(parsed, 'merchantId')) {
@@ -32,26 +27,4 @@ export function parseChargeBody(body: ChargeBody, merchantId: string): ChargeReq
     ]);
   }
   return { ...(parsed as ChargeRequestBody), merchantId };
-}
-
-function parseBytes(bytes: Uint8Array): unknown {
-  if (bytes.length === 0) throw bodyError('is required');
-  let text: string;
-  try {
-    text = utf8.decode(bytes);
-  } catch (error) {
-    throw bodyError('must be UTF-8', error);
-  }
-  // Before parsing: an object of thousands of members is refused for the cost of a look.
-  const crowded = crowdedObjectIssue(text);
-  if (crowded) throw new InvalidRequestError([crowded]);
-  try {
-    return JSON.parse(text);
-  } catch (error) {
-    throw bodyError('must be valid JSON', error);
-  }
-}
-
-function bodyError(message: string, cause?: unknown): InvalidRequestError {
-  return new InvalidRequestError([{ field: 'body', message }], { cause });
 }

@@ -52,12 +52,21 @@ const LOOKUP_FAULTS: ReadonlySet<FakeServerFault> = new Set([
 
 const ERROR_STATUSES = [500, 502, 503] as const;
 
+/** What a request does: a POST that moves money (each with its own queue), or a lookup. */
+export type RequestKind = MovingKind | 'lookup';
+/** The POSTs that move money; each has a queue of faults of its own. */
+export type MovingKind = 'charge' | 'refund' | 'capture';
+
 /** Decides, request by request, which fault (if any) is injected and how long it waits. */
 export type FaultSchedule = {
-  /** The draw for the next request; a queued fault comes first, for `charge` requests only. */
-  next(kind: 'charge' | 'lookup'): FaultDraw;
+  /**
+   * The draw for the next request. A fault queued for its kind comes first; a lookup gets only
+   * the faults that make sense without moving money.
+   */
+  next(kind: RequestKind): FaultDraw;
   setRates(partial: Partial<FakeServerRates>): void;
-  failNext(faults: readonly FakeServerFault[]): void;
+  /** Queues faults for the next requests of `kind` (charges when absent). */
+  failNext(faults: readonly FakeServerFault[], kind?: MovingKind): void;
   rates(): FakeServerRates;
 };
 
@@ -78,7 +87,7 @@ export function createFaultSchedule(options: {
   const latency = options.latencyMs ?? { min: 0, max: 0 };
   validateLatency(latency);
   let rates = validateRates({ ...zeroRates(), ...options.rates });
-  const queued: FakeServerFault[] = [];
+  const queued: Record<MovingKind, FakeServerFault[]> = { charge: [], refund: [], capture: [] };
 
   return {
     next(kind) {
@@ -86,7 +95,7 @@ export function createFaultSchedule(options: {
       const latencyDraw = random();
       const statusDraw = random();
       const picked = pick(rates, faultDraw);
-      const fault = kind === 'charge' ? (queued.shift() ?? picked) : lookupFault(picked);
+      const fault = kind === 'lookup' ? lookupFault(picked) : (queued[kind].shift() ?? picked);
       return {
         fault,
         latencyMs: Math.round(latency.min + latencyDraw * (latency.max - latency.min)),
@@ -97,13 +106,13 @@ export function createFaultSchedule(options: {
       // Validated as a whole before it replaces anything: a bad call changes nothing.
       rates = validateRates({ ...rates, ...partial });
     },
-    failNext(faults) {
+    failNext(faults, kind = 'charge') {
       for (const fault of faults) {
         if (!FAKE_SERVER_FAULTS.includes(fault)) {
           throw new InvalidConfigurationError(`unknown fault ${JSON.stringify(fault)}`);
         }
       }
-      queued.push(...faults);
+      queued[kind].push(...faults);
     },
     rates: () => ({ ...rates }),
   };

@@ -2,10 +2,15 @@ import { z } from 'zod';
 import { InvalidConfigurationError } from '../errors.js';
 import {
   ProviderTransientError,
+  type CaptureInput,
   type CreateChargeInput,
+  type CreateRefundInput,
+  type FindCaptureInput,
   type PaymentProvider,
   type ProviderCallOptions,
+  type ProviderCapture,
   type ProviderCharge,
+  type ProviderRefund,
 } from './PaymentProvider.js';
 
 /*
@@ -69,6 +74,22 @@ const chargeSchema = z.object({
 
 const lookupSchema = z.object({ charge: chargeSchema.nullable() });
 
+/** A refund or a capture: the two have the same shape on the wire. */
+const movementSchema = z.object({
+  id: z.string().min(1),
+  status: z.enum(['succeeded', 'failed']),
+  amountMinor: z.number().int().positive(),
+  currency: z.string().min(1),
+  failureCode: z.string().nullish(),
+});
+
+const refundLookupSchema = z.object({ refund: movementSchema.nullable() });
+const captureLookupSchema = z.object({ capture: movementSchema.nullable() });
+
+/** A provider that can also refund and capture, as `createHttpProvider`'s can. */
+export type HttpProvider = PaymentProvider &
+  Required<Pick<PaymentProvider, 'createRefund' | 'findRefund' | 'capture' | 'findCapture'>>;
+
 /** Connection dropped mid-exchange: the request may or may not have been processed. */
 const RESET_CODES = new Set(['ECONNRESET', 'EPIPE', 'ECONNABORTED', 'UND_ERR_SOCKET']);
 /** Undici's own deadlines, for a caller who configured them on the dispatcher. */
@@ -76,15 +97,18 @@ const TIMEOUT_CODES = new Set(['UND_ERR_HEADERS_TIMEOUT', 'UND_ERR_BODY_TIMEOUT'
 
 /**
  * Creates a `PaymentProvider` that talks to the fake provider server's API (see
- * `startFakeProviderServer`) with `fetch`.
+ * `startFakeProviderServer`) with `fetch`: charges (`capture: false` authorizes only), refunds
+ * and captures, and their lookups.
  *
- * Both methods throw `ProviderTransientError` with reason `timeout` (the signal aborted),
+ * Every method throws `ProviderTransientError` with reason `timeout` (the signal aborted),
  * `reset` (the connection dropped), `network` (no connection, or another fetch failure),
- * `http_5xx` or `http_429`; and `ProviderHttpError` for any other answer that is not a valid 200.
+ * `http_5xx` or `http_429`; and `ProviderHttpError` for any other answer that is not a valid 200
+ * (a reused key, an unknown charge). A refund or capture the provider refused is not an error:
+ * it comes back `failed`, with its `failureCode`.
  *
  * @throws {InvalidConfigurationError} `baseUrl` is not an http(s) URL.
  */
-export function createHttpProvider(options: HttpProviderOptions): PaymentProvider {
+export function createHttpProvider(options: HttpProviderOptions): HttpProvider {
   const baseUrl = parseBaseUrl(options.baseUrl);
   const fetchFn = options.fetch ?? globalThis.fetch;
   const headers = { accept: 'application/json', ...options.headers };
@@ -147,6 +171,29 @@ export function createHttpProvider(options: HttpProviderOptions): PaymentProvide
     );
   }
 
+  /** A POST that moves money, under the operation's idempotency key. */
+  function post(
+    path: string,
+    providerKey: string,
+    body: Record<string, unknown>,
+    signal: AbortSignal,
+  ): Promise<unknown> {
+    return send(
+      path,
+      {
+        method: 'POST',
+        headers: {
+          ...headers,
+          'content-type': 'application/json',
+          // The provider dedupes on this: the same value on every retry of one operation.
+          'idempotency-key': providerKey,
+        },
+        body: JSON.stringify(body),
+      },
+      signal,
+    );
+  }
+
   return {
     async createCharge(input: CreateChargeInput, opts: ProviderCallOptions) {
       const body = {
@@ -155,21 +202,10 @@ export function createHttpProvider(options: HttpProviderOptions): PaymentProvide
         currency: input.currency,
         description: input.description,
         metadata: input.metadata,
+        // Absent unless false: a charge captured at once sends the body it always sent.
+        capture: input.capture === false ? false : undefined,
       };
-      const json = await send(
-        '/v1/charges',
-        {
-          method: 'POST',
-          headers: {
-            ...headers,
-            'content-type': 'application/json',
-            // The provider dedupes on this: the same value on every retry of one operation.
-            'idempotency-key': input.providerKey,
-          },
-          body: JSON.stringify(body),
-        },
-        opts.signal,
-      );
+      const json = await post('/v1/charges', input.providerKey, body, opts.signal);
       return toProviderCharge(validate(chargeSchema, json, 'POST /v1/charges'));
     },
     async findCharge(providerKey: string, opts: ProviderCallOptions) {
@@ -178,6 +214,51 @@ export function createHttpProvider(options: HttpProviderOptions): PaymentProvide
       const { charge } = validate(lookupSchema, json, 'GET /v1/charges');
       return charge ? toProviderCharge(charge) : null;
     },
+    async createRefund(input: CreateRefundInput, opts: ProviderCallOptions) {
+      const body = {
+        chargeId: input.providerChargeId,
+        amountMinor: input.amountMinor,
+        currency: input.currency,
+        reason: input.reason,
+      };
+      const json = await post('/v1/refunds', input.providerKey, body, opts.signal);
+      return toMovement(validate(movementSchema, json, 'POST /v1/refunds'));
+    },
+    async findRefund(providerKey: string, opts: ProviderCallOptions) {
+      const path = `/v1/refunds?provider_key=${encodeURIComponent(providerKey)}`;
+      const json = await send(path, { method: 'GET', headers }, opts.signal);
+      const { refund } = validate(refundLookupSchema, json, 'GET /v1/refunds');
+      return refund ? toMovement(refund) : null;
+    },
+    async capture(input: CaptureInput, opts: ProviderCallOptions) {
+      const path = `/v1/charges/${encodeURIComponent(input.providerChargeId)}/capture`;
+      const body = { amountMinor: input.amountMinor, currency: input.currency };
+      const json = await post(path, input.providerKey, body, opts.signal);
+      return toMovement(validate(movementSchema, json, 'POST /v1/charges/:id/capture'));
+    },
+    async findCapture(input: FindCaptureInput, opts: ProviderCallOptions) {
+      const query = new URLSearchParams({
+        provider_key: input.providerKey,
+        charge_id: input.providerChargeId,
+      });
+      const json = await send(
+        `/v1/captures?${query.toString()}`,
+        { method: 'GET', headers },
+        opts.signal,
+      );
+      const { capture } = validate(captureLookupSchema, json, 'GET /v1/captures');
+      return capture ? toMovement(capture) : null;
+    },
+  };
+}
+
+function toMovement(movement: z.infer<typeof movementSchema>): ProviderRefund & ProviderCapture {
+  return {
+    id: movement.id,
+    status: movement.status,
+    amountMinor: movement.amountMinor,
+    currency: movement.currency,
+    ...(movement.failureCode == null ? {} : { failureCode: movement.failureCode }),
   };
 }
 

@@ -1,5 +1,6 @@
 import { randomUUID } from 'node:crypto';
 import type { FakeLedgerEntry } from './createFakeProvider.js';
+import { createKeyMemory } from './createKeyMemory.js';
 import type { ProviderCharge } from './PaymentProvider.js';
 
 /** One real charge the fake provider server made, duplicates included. */
@@ -17,6 +18,8 @@ export type ChargeBody = {
   currency: string;
   description?: string;
   metadata?: Record<string, string>;
+  /** `false`: authorize only. */
+  capture?: false;
 };
 
 /** What asking the ledger to charge came to. */
@@ -36,13 +39,13 @@ export type ProviderLedger = {
   ): ChargeResult;
   /** The first charge ever made under `providerKey`, remembered or not. */
   find(providerKey: string): FakeServerLedgerEntry | undefined;
+  /** The charge with this provider id (the live entry, for the refund and capture books). */
+  byId(id: string): FakeServerLedgerEntry | undefined;
   /** Copies of every charge, in the order they were made. */
   entries(): FakeServerLedgerEntry[];
   /** Forgets every idempotency key now; the charges themselves stay. */
   forget(): void;
 };
-
-type Remembered = { entry: FakeServerLedgerEntry; fingerprint: string; at: number };
 
 /** Creates the ledger of the fake provider server. */
 export function createProviderLedger(options: {
@@ -52,23 +55,15 @@ export function createProviderLedger(options: {
 }): ProviderLedger {
   const { idempotencyWindowMs, now, declineCode } = options;
   const entries: FakeServerLedgerEntry[] = [];
+  const byId = new Map<string, FakeServerLedgerEntry>();
   // The dedupe cache is separate from the ledger on purpose: real providers expire the first
   // and keep the second, which is why chargeonce's `findCharge` searches by key, not by cache.
-  let remembered = new Map<string, Remembered>();
-
-  const recall = (providerKey: string, at: number): Remembered | undefined => {
-    const hit = remembered.get(providerKey);
-    if (hit && at - hit.at >= idempotencyWindowMs) {
-      remembered.delete(providerKey);
-      return undefined;
-    }
-    return hit;
-  };
+  const remembered = createKeyMemory<FakeServerLedgerEntry>(idempotencyWindowMs);
 
   return {
     charge(providerKey, body, fingerprint, declined) {
       const at = now();
-      const hit = recall(providerKey, at);
+      const hit = remembered.recall(providerKey, at);
       if (hit) {
         return hit.fingerprint === fingerprint
           ? { kind: 'replayed', entry: hit.entry }
@@ -85,16 +80,17 @@ export function createProviderLedger(options: {
         createdAt: new Date(at).toISOString(),
         ...(body.description === undefined ? {} : { description: body.description }),
         ...(body.metadata === undefined ? {} : { metadata: { ...body.metadata } }),
+        ...(body.capture === false ? { capture: false as const } : {}),
       };
       entries.push(entry);
-      remembered.set(providerKey, { entry, fingerprint, at });
+      byId.set(entry.id, entry);
+      remembered.remember(providerKey, { entry, fingerprint, at });
       return { kind: 'created', entry };
     },
     find: (providerKey) => entries.find((entry) => entry.providerKey === providerKey),
+    byId: (id) => byId.get(id),
     entries: () => entries.map((entry) => structuredClone(entry)),
-    forget() {
-      remembered = new Map();
-    },
+    forget: () => remembered.forget(),
   };
 }
 

@@ -13,11 +13,16 @@ import {
   type LatencyRange,
 } from './createFaultSchedule.js';
 import {
+  publicMovement,
+  type FakeCaptureEntry,
+  type FakeRefundEntry,
+} from './createMovementBooks.js';
+import {
   createProviderLedger,
   publicCharge,
-  type ChargeBody,
   type FakeServerLedgerEntry,
 } from './createProviderLedger.js';
+import { createServerMovements, type MovementResult } from './createServerMovements.js';
 
 /** Options of {@link startFakeProviderServer}. Every rate is in [0, 1]. */
 export type FakeProviderServerOptions = {
@@ -33,21 +38,26 @@ export type FakeProviderServerOptions = {
    */
   seed?: number;
   /**
-   * Latency added to every `/v1/charges` request, drawn uniformly from [min, max] ms. The server
-   * charges after it even if the client gave up meanwhile, as a real provider would: a latency
-   * past the client's timeout is one more way to charge without the client knowing.
+   * Latency added to every charge, refund and capture request and lookup, drawn uniformly from
+   * [min, max] ms. The server acts after it even if the client gave up meanwhile, as a real
+   * provider would: a latency past the client's timeout is one more way to move money without
+   * the client knowing.
    * @defaultValue `{ min: 0, max: 0 }`
    */
   latencyMs?: LatencyRange;
   /**
    * The share of requests that get each fault. A request gets one fault at most, so the rates
-   * must add up to at most 1. See {@link FakeServerFault} for what each does.
+   * must add up to at most 1. See {@link FakeServerFault} for what each does. Refunds and
+   * captures draw from the same rates as charges: "charge" in a fault's name then means the
+   * refund or the capture, and `decline` makes a new one `failed` (with `refundFailureCode` or
+   * `captureFailureCode`).
    * @defaultValue all `0`
    */
   rates?: Partial<FakeServerRates>;
   /**
-   * Whether lookups (`GET /v1/charges`) get faults too: `hang`, `errorBeforeCharge` (a 5xx) and
-   * `tooManyRequests` at their rates; the other faults do not apply to a lookup.
+   * Whether lookups (`GET /v1/charges`, `/v1/refunds`, `/v1/captures`) get faults too: `hang`,
+   * `errorBeforeCharge` (a 5xx) and `tooManyRequests` at their rates; the other faults do not
+   * apply to a lookup.
    * @defaultValue `true`
    */
   faultLookups?: boolean;
@@ -70,6 +80,16 @@ export type FakeProviderServerOptions = {
    */
   declineCode?: string;
   /**
+   * The failure code of a refund failed by the `decline` fault.
+   * @defaultValue `'expired_or_canceled_card'`
+   */
+  refundFailureCode?: string;
+  /**
+   * The failure code of a capture failed by the `decline` fault.
+   * @defaultValue `'charge_expired_for_capture'`
+   */
+  captureFailureCode?: string;
+  /**
    * The clock, in ms since the epoch: for charge times and the idempotency window.
    * @defaultValue `Date.now`
    */
@@ -84,15 +104,29 @@ export type FakeServerStats = {
     findCharge: number;
     ledger: number;
     stats: number;
-    /** Requests refused with a 4xx: malformed, unknown route, or a key reused. */
+    /** Requests refused with a 4xx: malformed, unknown route, a key reused, an unknown charge. */
     invalid: number;
+    createRefund: number;
+    findRefund: number;
+    capture: number;
+    findCapture: number;
+    /** `GET /v1/ledger/movements`. */
+    movementLedger: number;
   };
-  /** How many times each fault was injected. */
+  /** How many times each fault was injected, on charges, refunds, captures and lookups. */
   faults: Record<FakeServerFault, number>;
   /** Real charges made, duplicates included (the ledger's length). */
   charges: number;
   /** POSTs answered with the charge already remembered under their key. */
   replays: number;
+  /** Refunds recorded, refused (`failed`) ones and duplicates included. */
+  refunds: number;
+  /** Refund POSTs answered with the refund already remembered under their key. */
+  refundReplays: number;
+  /** Captures recorded, refused (`failed`) ones and duplicates included. */
+  captures: number;
+  /** Capture POSTs answered with the capture already remembered under their key. */
+  captureReplays: number;
   /** Outages started, and the requests refused during them. */
   outages: number;
   outageRefusals: number;
@@ -106,6 +140,10 @@ export type FakeProviderServer = {
   seed: number;
   /** Copies of every real charge ever made, duplicates included, in order. */
   ledger(): FakeServerLedgerEntry[];
+  /** Copies of every refund recorded, refused (`failed`) ones and duplicates included, in order. */
+  refundLedger(): FakeRefundEntry[];
+  /** Copies of every capture recorded, refused (`failed`) ones and duplicates included, in order. */
+  captureLedger(): FakeCaptureEntry[];
   stats(): FakeServerStats;
   /**
    * Changes some rates; the others keep their values.
@@ -113,15 +151,30 @@ export type FakeProviderServer = {
    */
   setRates(rates: Partial<FakeServerRates>): void;
   /**
-   * Queues faults for the next POSTs, in order, ahead of the rates.
+   * Queues faults for the next charge POSTs, in order, ahead of the rates.
    * @throws {InvalidConfigurationError} an unknown fault name; nothing is queued.
    */
   failNext(...faults: FakeServerFault[]): void;
-  /** Forgets every idempotency key now, as if the window had passed. The ledger stays. */
+  /**
+   * Queues faults for the next refund POSTs, in order, ahead of the rates (`decline`: the
+   * refund is `failed`).
+   * @throws {InvalidConfigurationError} an unknown fault name; nothing is queued.
+   */
+  failNextRefund(...faults: FakeServerFault[]): void;
+  /**
+   * Queues faults for the next capture POSTs, in order, ahead of the rates (`decline`: the
+   * capture is `failed`).
+   * @throws {InvalidConfigurationError} an unknown fault name; nothing is queued.
+   */
+  failNextCapture(...faults: FakeServerFault[]): void;
+  /**
+   * Forgets every idempotency key (charges, refunds, captures) now, as if the window had passed.
+   * The ledgers stay.
+   */
   forgetIdempotencyKeys(): void;
   /**
-   * An outage: for the next `ms`, every charge and lookup is answered 503 before anything is
-   * charged or looked up.
+   * An outage: for the next `ms`, every charge, refund, capture and lookup is answered 503
+   * before anything is done.
    */
   startOutage(ms: number): void;
   /** Stops listening and ends every open connection, hung ones included. Safe to call twice. */
@@ -139,8 +192,27 @@ const chargeBodySchema = z
     currency: z.string().regex(/^[A-Z]{3}$/),
     description: z.string().max(1000).optional(),
     metadata: z.record(z.string()).optional(),
+    capture: z.literal(false).optional(),
   })
   .strict();
+
+const refundBodySchema = z
+  .object({
+    chargeId: z.string().min(1).max(255),
+    amountMinor: z.number().int().positive().max(Number.MAX_SAFE_INTEGER),
+    currency: z.string().regex(/^[A-Z]{3}$/),
+    reason: z.string().max(1000).optional(),
+  })
+  .strict();
+
+const captureBodySchema = z
+  .object({
+    amountMinor: z.number().int().positive().max(Number.MAX_SAFE_INTEGER),
+    currency: z.string().regex(/^[A-Z]{3}$/),
+  })
+  .strict();
+
+const CAPTURE_PATH = /^\/v1\/charges\/([^/]+)\/capture$/;
 
 /**
  * Starts a fake payment provider over real HTTP on 127.0.0.1. It keeps its own ledger, dedupes
@@ -149,13 +221,27 @@ const chargeBodySchema = z
  *
  * API (JSON):
  * - `POST /v1/charges`, header `Idempotency-Key`, body `{ customerId, amountMinor, currency,
- *   description?, metadata? }` → 200 `{ id, status, amountMinor, currency, declineCode? }`.
- *   The same key within the window → the same charge; with a different body → 400
- *   `idempotency_error` and no charge (Stripe's behaviour). No key → 400.
+ *   description?, metadata?, capture?: false }` → 200 `{ id, status, amountMinor, currency,
+ *   declineCode? }`. The same key within the window → the same charge; with a different body →
+ *   400 `idempotency_error` and no charge (Stripe's behaviour). No key → 400. `capture: false`
+ *   authorizes only: the charge is `succeeded`, and refundable once captured.
  * - `GET /v1/charges?provider_key=K` → 200 `{ charge }`, the first charge ever made under K, or
  *   `null`; searches the ledger, so it works after the window.
- * - `GET /v1/ledger` → 200 `{ ledger: FakeServerLedgerEntry[] }`; `GET /v1/stats` →
- *   {@link FakeServerStats}. Neither gets latency or faults: they are for the reconciler.
+ * - `POST /v1/refunds`, header `Idempotency-Key`, body `{ chargeId, amountMinor, currency,
+ *   reason? }` (`chargeId`: the provider's) → 200 `{ id, status, amountMinor, currency,
+ *   failureCode? }`, deduplicated as charges are. A refund past what is left of the charge's
+ *   capture is `failed` with `amount_too_large`. An unknown charge → 404; another currency →
+ *   400.
+ * - `GET /v1/refunds?provider_key=K` → 200 `{ refund }` or `{ refund: null }`.
+ * - `POST /v1/charges/:id/capture`, header `Idempotency-Key`, body `{ amountMinor, currency }`
+ *   → 200 `{ id, status, amountMinor, currency, failureCode? }` (`id`: the capture's own),
+ *   deduplicated as charges are. Past the authorization → `failed` with `amount_too_large`; a
+ *   charge already captured (at creation, or under another key) → `failed` with
+ *   `already_captured`; a declined charge → `failed` with `charge_declined`.
+ * - `GET /v1/captures?provider_key=K[&charge_id=C]` → 200 `{ capture }` or `{ capture: null }`.
+ * - `GET /v1/ledger` → 200 `{ ledger: FakeServerLedgerEntry[] }`; `GET /v1/ledger/movements`
+ *   → 200 `{ refunds, captures }`; `GET /v1/stats` → {@link FakeServerStats}. None gets latency
+ *   or faults: they are for the reconciler.
  *
  * @throws {InvalidConfigurationError} for invalid options.
  */
@@ -169,6 +255,11 @@ export async function startFakeProviderServer(
     rates: options.rates,
   });
   const ledger = createProviderLedger(settings);
+  const movements = createServerMovements({
+    idempotencyWindowMs: settings.idempotencyWindowMs,
+    now: settings.now,
+    charge: (id) => ledger.byId(id),
+  });
   const stats = emptyStats(settings.seed);
   // performance.now() of the end of the current outage; none yet.
   let outageUntil = -Infinity;
@@ -191,35 +282,75 @@ export async function startFakeProviderServer(
       case 'GET /v1/charges':
         stats.requests.findCharge += 1;
         return findCharge(url, req, res);
+      case 'POST /v1/refunds':
+        stats.requests.createRefund += 1;
+        return createRefund(req, res);
+      case 'GET /v1/refunds':
+        stats.requests.findRefund += 1;
+        return lookup(url, req, res, 'refund', (key) => publicOrNull(movements.findRefund(key)));
+      case 'GET /v1/captures':
+        stats.requests.findCapture += 1;
+        return lookup(url, req, res, 'capture', (key) =>
+          publicOrNull(movements.findCapture(key, url.searchParams.get('charge_id') ?? undefined)),
+        );
       case 'GET /v1/ledger':
         stats.requests.ledger += 1;
         return send(res, 200, { ledger: ledger.entries() });
+      case 'GET /v1/ledger/movements':
+        stats.requests.movementLedger += 1;
+        return send(res, 200, { refunds: movements.refunds(), captures: movements.captures() });
       case 'GET /v1/stats':
         stats.requests.stats += 1;
         return send(res, 200, snapshot());
-      default:
-        return refuse(res, 404, 'invalid_request_error', `no route ${route}`);
     }
+    const captured = req.method === 'POST' ? CAPTURE_PATH.exec(url.pathname) : null;
+    if (captured) {
+      stats.requests.capture += 1;
+      return capture(decodeURIComponent(captured[1] ?? ''), req, res);
+    }
+    return refuse(res, 404, 'invalid_request_error', `no route ${route}`);
+  }
+
+  /** A POST's idempotency key and checked body, or null once it has been refused. */
+  async function readPost<T>(
+    req: IncomingMessage,
+    res: ServerResponse,
+    schema: z.ZodType<T>,
+    what: string,
+  ): Promise<{ key: string; body: T } | null> {
+    const text = await readBody(req);
+    if (text === null) {
+      refuse(res, 413, 'invalid_request_error', 'body too large');
+      return null;
+    }
+    const key = req.headers['idempotency-key'];
+    if (typeof key !== 'string' || key.length < 1 || key.length > 255) {
+      refuse(res, 400, 'invalid_request_error', 'Idempotency-Key must be 1-255 chars');
+      return null;
+    }
+    const body = parseBody(schema, text);
+    if (!body) {
+      refuse(res, 400, 'invalid_request_error', `invalid ${what} body`);
+      return null;
+    }
+    return { key, body };
   }
 
   async function createCharge(req: IncomingMessage, res: ServerResponse): Promise<void> {
-    const text = await readBody(req);
-    if (text === null) return refuse(res, 413, 'invalid_request_error', 'body too large');
-    const key = req.headers['idempotency-key'];
-    if (typeof key !== 'string' || key.length < 1 || key.length > 255) {
-      return refuse(res, 400, 'invalid_request_error', 'Idempotency-Key must be 1-255 chars');
-    }
-    const body = parseChargeBody(text);
-    if (!body) return refuse(res, 400, 'invalid_request_error', 'invalid charge body');
+    const post = await readPost(req, res, chargeBodySchema, 'charge');
+    if (!post) return;
+    const { key, body } = post;
 
     const draw = schedule.next('charge');
     if (!(await waits.wait(draw.latencyMs))) return;
     if (refuseDuringOutage(res) || injectBeforeCharge(draw, req, res)) return;
 
-    // A wrong amount is charged under the request's own fingerprint: a retry still dedupes.
-    const charged =
-      draw.fault === 'wrongAmount' ? { ...body, amountMinor: wrongAmount(body.amountMinor) } : body;
-    const result = ledger.charge(key, charged, canonicalJson(body), draw.fault === 'decline');
+    const result = ledger.charge(
+      key,
+      twisted(draw, body),
+      canonicalJson(body),
+      draw.fault === 'decline',
+    );
     if (result.kind === 'keyReused') {
       return refuse(
         res,
@@ -230,8 +361,109 @@ export async function startFakeProviderServer(
     }
     if (result.kind === 'replayed') stats.replays += 1;
     else stats.charges += 1;
-    if (draw.fault === 'decline' && result.kind === 'created') stats.faults.decline += 1;
+    return answerAfterActing(draw, req, res, result.kind === 'created', publicCharge(result.entry));
+  }
 
+  async function createRefund(req: IncomingMessage, res: ServerResponse): Promise<void> {
+    const post = await readPost(req, res, refundBodySchema, 'refund');
+    if (!post) return;
+    const { key, body } = post;
+    const draw = schedule.next('refund');
+    if (!(await waits.wait(draw.latencyMs))) return;
+    if (refuseDuringOutage(res) || injectBeforeCharge(draw, req, res)) return;
+    const result = movements.refund(
+      key,
+      twisted(draw, body),
+      canonicalJson(body),
+      draw.fault === 'decline' ? { failWith: settings.refundFailureCode } : {},
+    );
+    if (refuseMovement(res, result)) return;
+    if (result.kind === 'replayed') stats.refundReplays += 1;
+    else stats.refunds += 1;
+    return answerAfterActing(
+      draw,
+      req,
+      res,
+      result.kind === 'created',
+      publicMovement(result.entry),
+    );
+  }
+
+  async function capture(
+    chargeId: string,
+    req: IncomingMessage,
+    res: ServerResponse,
+  ): Promise<void> {
+    const post = await readPost(req, res, captureBodySchema, 'capture');
+    if (!post) return;
+    const { key, body } = post;
+    const draw = schedule.next('capture');
+    if (!(await waits.wait(draw.latencyMs))) return;
+    if (refuseDuringOutage(res) || injectBeforeCharge(draw, req, res)) return;
+    const result = movements.capture(
+      key,
+      chargeId,
+      twisted(draw, body),
+      // The charge is part of what the key was used for: the same key on another charge is a
+      // reused key.
+      canonicalJson({ chargeId, ...body }),
+      draw.fault === 'decline' ? { failWith: settings.captureFailureCode } : {},
+    );
+    if (refuseMovement(res, result)) return;
+    if (result.kind === 'replayed') stats.captureReplays += 1;
+    else stats.captures += 1;
+    return answerAfterActing(
+      draw,
+      req,
+      res,
+      result.kind === 'created',
+      publicMovement(result.entry),
+    );
+  }
+
+  /**
+   * The body with another amount under `wrongAmount`. The caller keeps the request's own
+   * fingerprint, so a retry of the request still dedupes.
+   */
+  function twisted<T extends { amountMinor: number }>(draw: FaultDraw, body: T): T {
+    return draw.fault === 'wrongAmount'
+      ? { ...body, amountMinor: wrongAmount(body.amountMinor) }
+      : body;
+  }
+
+  /** Answers a refund or capture that was not done (a reused key, an invalid request). */
+  function refuseMovement<E>(
+    res: ServerResponse,
+    result: MovementResult<E>,
+  ): result is Extract<MovementResult<E>, { kind: 'keyReused' | 'invalid' }> {
+    if (result.kind === 'keyReused') {
+      refuse(
+        res,
+        400,
+        'idempotency_error',
+        'this Idempotency-Key was used with different parameters',
+      );
+      return true;
+    }
+    if (result.kind === 'invalid') {
+      refuse(res, result.status, 'invalid_request_error', result.message);
+      return true;
+    }
+    return false;
+  }
+
+  /**
+   * Injects the faults that happen once the request was acted on (or replayed), then answers
+   * `view`. `created`: this request did it, so a `decline` or `wrongAmount` took effect.
+   */
+  function answerAfterActing(
+    draw: FaultDraw,
+    req: IncomingMessage,
+    res: ServerResponse,
+    created: boolean,
+    view: object,
+  ): void {
+    if (draw.fault === 'decline' && created) stats.faults.decline += 1;
     if (draw.fault === 'errorAfterCharge') {
       stats.faults.errorAfterCharge += 1;
       return refuse(res, draw.errorStatus, 'api_error', 'injected error after charging');
@@ -242,23 +474,36 @@ export async function startFakeProviderServer(
       req.socket.resetAndDestroy();
       return;
     }
-    if (draw.fault === 'wrongAmount' && result.kind === 'created') stats.faults.wrongAmount += 1;
+    if (draw.fault === 'wrongAmount' && created) stats.faults.wrongAmount += 1;
     if (draw.fault === 'malformed') {
       stats.faults.malformed += 1;
-      return send(res, 200, { ...publicCharge(result.entry), status: 'ok' });
+      return send(res, 200, { ...view, status: 'ok' });
     }
-    return send(res, 200, publicCharge(result.entry));
+    return send(res, 200, view);
   }
 
   async function findCharge(url: URL, req: IncomingMessage, res: ServerResponse): Promise<void> {
+    return lookup(url, req, res, 'charge', (key) => {
+      const found = ledger.find(key);
+      return found ? publicCharge(found) : null;
+    });
+  }
+
+  /** A lookup by `provider_key`: answers `{ [name]: found }`, after its faults. */
+  async function lookup(
+    url: URL,
+    req: IncomingMessage,
+    res: ServerResponse,
+    name: 'charge' | 'refund' | 'capture',
+    find: (providerKey: string) => object | null,
+  ): Promise<void> {
     const key = url.searchParams.get('provider_key');
     if (!key) return refuse(res, 400, 'invalid_request_error', 'provider_key is required');
     const drawn = schedule.next('lookup');
     const draw = settings.faultLookups ? drawn : { ...drawn, fault: null };
     if (!(await waits.wait(draw.latencyMs))) return;
     if (refuseDuringOutage(res) || injectBeforeCharge(draw, req, res)) return;
-    const found = ledger.find(key);
-    return send(res, 200, { charge: found ? publicCharge(found) : null });
+    return send(res, 200, { [name]: find(key) });
   }
 
   /** During an outage every charge and lookup is answered 503, before anything is done. */
@@ -325,10 +570,17 @@ export async function startFakeProviderServer(
     url: `http://${HOST}:${port}`,
     seed: settings.seed,
     ledger: () => ledger.entries(),
+    refundLedger: () => movements.refunds(),
+    captureLedger: () => movements.captures(),
     stats: snapshot,
     setRates: (rates) => schedule.setRates(rates),
-    failNext: (...faults) => schedule.failNext(faults),
-    forgetIdempotencyKeys: () => ledger.forget(),
+    failNext: (...faults) => schedule.failNext(faults, 'charge'),
+    failNextRefund: (...faults) => schedule.failNext(faults, 'refund'),
+    failNextCapture: (...faults) => schedule.failNext(faults, 'capture'),
+    forgetIdempotencyKeys: () => {
+      ledger.forget();
+      movements.forget();
+    },
     startOutage: (ms) => {
       outageUntil = Math.max(outageUntil, performance.now() + ms);
       stats.outages += 1;
@@ -350,6 +602,8 @@ type Settings = {
   hangMs: number;
   idempotencyWindowMs: number;
   declineCode: string;
+  refundFailureCode: string;
+  captureFailureCode: string;
   now: () => number;
 };
 
@@ -361,6 +615,8 @@ function resolveOptions(options: FakeProviderServerOptions): Settings {
     hangMs: options.hangMs ?? 60_000,
     idempotencyWindowMs: options.idempotencyWindowMs ?? Infinity,
     declineCode: options.declineCode ?? 'card_declined',
+    refundFailureCode: options.refundFailureCode ?? 'expired_or_canceled_card',
+    captureFailureCode: options.captureFailureCode ?? 'charge_expired_for_capture',
     now: options.now ?? Date.now,
   };
   if (!(Number.isInteger(settings.port) && settings.port >= 0 && settings.port <= 65_535)) {
@@ -382,23 +638,42 @@ function emptyStats(seed: number): FakeServerStats {
   const faults = Object.fromEntries(FAKE_SERVER_FAULTS.map((fault) => [fault, 0]));
   return {
     seed,
-    requests: { createCharge: 0, findCharge: 0, ledger: 0, stats: 0, invalid: 0 },
+    requests: {
+      createCharge: 0,
+      findCharge: 0,
+      ledger: 0,
+      stats: 0,
+      invalid: 0,
+      createRefund: 0,
+      findRefund: 0,
+      capture: 0,
+      findCapture: 0,
+      movementLedger: 0,
+    },
     faults: faults as Record<FakeServerFault, number>,
     charges: 0,
     replays: 0,
+    refunds: 0,
+    refundReplays: 0,
+    captures: 0,
+    captureReplays: 0,
     outages: 0,
     outageRefusals: 0,
   };
 }
 
-function parseChargeBody(text: string): ChargeBody | null {
+function publicOrNull(entry: FakeRefundEntry | FakeCaptureEntry | undefined): object | null {
+  return entry === undefined ? null : publicMovement(entry);
+}
+
+function parseBody<T>(schema: z.ZodType<T>, text: string): T | null {
   let json: unknown;
   try {
     json = JSON.parse(text);
   } catch {
     return null;
   }
-  const parsed = chargeBodySchema.safeParse(json);
+  const parsed = schema.safeParse(json);
   return parsed.success ? parsed.data : null;
 }
 

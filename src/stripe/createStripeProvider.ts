@@ -1,19 +1,23 @@
 import type { Stripe } from 'stripe';
 import { InvalidConfigurationError } from '../errors.js';
-import {
-  ProviderTransientError,
-  type CreateChargeInput,
-  type FindChargeOptions,
-  type PaymentProvider,
-  type ProviderCallOptions,
-  type ProviderCharge,
+import type {
+  CreateChargeInput,
+  FindChargeOptions,
+  PaymentProvider,
+  ProviderCallOptions,
+  ProviderCharge,
 } from '../provider/PaymentProvider.js';
 import { findStripeCharge, type StripeLookup } from './findStripeCharge.js';
 import { isStripeError, mapStripeError, StripeAdapterError } from './mapStripeError.js';
 import { STRIPE_METADATA_KEYS, toProviderCharge } from './stripeCharge.js';
+import { createStripeMovements, type StripeMovementMethods } from './stripeMovements.js';
+import { untilAborted } from './untilAborted.js';
 
-/** The part of a `Stripe` client the adapter uses. */
-export type StripeChargesClient = Pick<Stripe, 'charges'>;
+/** The part of a `Stripe` client the adapter uses: charges, and refunds. */
+export type StripeChargesClient = Pick<Stripe, 'charges' | 'refunds'>;
+
+/** The Stripe adapter: the port, refunds and captures included. */
+export type StripeProvider = PaymentProvider & StripeMovementMethods;
 
 /** What a charge is paid with, as Stripe's Charges API takes it. */
 export type StripePaymentSource = { source?: string; customer?: string };
@@ -45,8 +49,8 @@ export type StripeProviderOptions = {
    */
   clockSkewMs?: number;
   /**
-   * At most this many pages of 100 charges per listing. A listing that reaches it without
-   * getting past the reservation cannot prove a charge absent and throws
+   * At most this many pages of 100 charges (or refunds, for `findRefund`) per listing. A listing
+   * that reaches it without getting past the reservation cannot prove a charge absent and throws
    * (`StripeAdapterError`, kind `lookup_incomplete`) rather than answer "not found".
    * @defaultValue 100
    */
@@ -71,21 +75,27 @@ export type StripeProviderOptions = {
 export const STRIPE_IDEMPOTENCY_WINDOW_MS = 24 * 3_600_000;
 
 /**
- * A `PaymentProvider` on Stripe's Charges API through the official SDK.
+ * A `PaymentProvider` on Stripe's Charges and Refunds APIs through the official SDK.
  *
  * - `createCharge` creates a charge with `idempotencyKey: providerKey` and the provider key (and
  *   the merchant and the local charge id) in its metadata; a card decline
- *   (`StripeCardError`) is a `declined` charge with its `decline_code`.
+ *   (`StripeCardError`) is a `declined` charge with its `decline_code`. `capture: false`
+ *   authorizes only (Stripe's `capture: false`).
  * - `findCharge` finds the charge by that metadata: Search API, then a listing of the charges
  *   created since the reservation (see {@link StripeProviderOptions.lookup}).
+ * - `createRefund`, `findRefund`, `capture`, `findCapture`: see `createStripeMovements`
+ *   (refunds found by their metadata in a bounded listing; a capture is named by its charge).
  * - Connection errors, 5xx, 429 and 409 (`idempotency_key_in_use`) are `ProviderTransientError`s
  *   carrying `Retry-After`; everything else Stripe refuses is a {@link StripeAdapterError}.
  *
  * @throws {InvalidConfigurationError} no Stripe client, or an option out of range.
  */
-export function createStripeProvider(options: StripeProviderOptions): PaymentProvider {
+export function createStripeProvider(options: StripeProviderOptions): StripeProvider {
   const { stripe } = options;
-  if (typeof stripe?.charges?.create !== 'function') {
+  if (
+    typeof stripe?.charges?.create !== 'function' ||
+    typeof stripe?.refunds?.create !== 'function'
+  ) {
     throw new InvalidConfigurationError('createStripeProvider: `stripe` must be a Stripe client');
   }
   const lookup = options.lookup ?? 'search-then-list';
@@ -111,6 +121,7 @@ export function createStripeProvider(options: StripeProviderOptions): PaymentPro
   return {
     idempotencyWindowMs: STRIPE_IDEMPOTENCY_WINDOW_MS,
     lookupIsAuthoritative: lookup !== 'search',
+    ...createStripeMovements({ stripe, requestOptions, clockSkewMs, maxListPages }),
 
     async createCharge(input: CreateChargeInput, opts: ProviderCallOptions) {
       const params: Stripe.ChargeCreateParams = {
@@ -119,6 +130,8 @@ export function createStripeProvider(options: StripeProviderOptions): PaymentPro
         ...paymentSource(input),
         ...(input.description === undefined ? {} : { description: input.description }),
         metadata: chargeMetadata(input),
+        // Absent unless false: a charge captured at once sends the parameters it always sent.
+        ...(input.capture === false ? { capture: false } : {}),
       };
       try {
         const charge = await untilAborted(
@@ -213,33 +226,6 @@ function declined(
     currency: input.currency,
     ...(declineCode ? { declineCode } : {}),
   };
-}
-
-/**
- * Waits for `promise` until `signal` aborts, then gives up with a transient `timeout`. The SDK
- * cannot cancel a request; its own `timeout` tears the connection down later.
- */
-export function untilAborted<T>(promise: Promise<T>, signal: AbortSignal): Promise<T> {
-  if (signal.aborted) {
-    promise.catch(() => undefined);
-    return Promise.reject(new ProviderTransientError('timeout', { cause: signal.reason }));
-  }
-  return new Promise<T>((resolve, reject) => {
-    const onAbort = () => {
-      reject(new ProviderTransientError('timeout', { cause: signal.reason }));
-    };
-    signal.addEventListener('abort', onAbort, { once: true });
-    promise.then(
-      (value) => {
-        signal.removeEventListener('abort', onAbort);
-        resolve(value);
-      },
-      (error: Error) => {
-        signal.removeEventListener('abort', onAbort);
-        reject(error);
-      },
-    );
-  });
 }
 
 function requireNumber(name: string, value: number, min: number): void {

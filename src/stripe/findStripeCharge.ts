@@ -1,5 +1,6 @@
 import type { Stripe } from 'stripe';
 import { ProviderTransientError } from '../provider/PaymentProvider.js';
+import { findInListing } from './findInListing.js';
 import { isStripeError, StripeAdapterError } from './mapStripeError.js';
 import { STRIPE_METADATA_KEYS } from './stripeCharge.js';
 
@@ -10,8 +11,6 @@ type RequestOptions = { maxNetworkRetries: number; timeout?: number };
 
 /** Runs one SDK request under the call's signal, mapping its failure. */
 type Call = <T>(request: (options: RequestOptions) => Promise<T>) => Promise<T>;
-
-const PAGE_SIZE = 100;
 
 /**
  * The charge made under `providerKey`, found by the metadata `createCharge` wrote, or null.
@@ -61,7 +60,7 @@ export async function findStripeCharge(args: {
   return listLookup(args);
 }
 
-async function listLookup(args: {
+function listLookup(args: {
   stripe: Pick<Stripe, 'charges'>;
   providerKey: string;
   reservedAt: Date;
@@ -70,36 +69,13 @@ async function listLookup(args: {
   call: Call;
   signal: AbortSignal;
 }): Promise<Stripe.Charge | null> {
-  const { stripe, providerKey, call, signal } = args;
-  // Stripe's `created` is in whole seconds.
-  const since = Math.floor((args.reservedAt.getTime() - args.clockSkewMs) / 1000);
-  let startingAfter: string | undefined;
-  for (let page = 0; page < args.maxListPages; page++) {
-    if (signal.aborted) throw new ProviderTransientError('timeout', { cause: signal.reason });
-    const list = await call((options) =>
-      stripe.charges.list(
-        {
-          created: { gte: since },
-          limit: PAGE_SIZE,
-          ...(startingAfter === undefined ? {} : { starting_after: startingAfter }),
-        },
-        options,
-      ),
-    );
-    for (const charge of list.data) {
-      // Newest first: past the window, every charge left is older still. Checked here as well
-      // as asked of Stripe, for an API (or an emulator) that ignores `created`.
-      if (charge.created < since) return null;
-      if (matches(charge, providerKey)) return charge;
-    }
-    const last = list.data.at(-1);
-    if (!list.has_more || last === undefined) return null;
-    startingAfter = last.id;
-  }
-  throw new StripeAdapterError(
-    'lookup_incomplete',
-    `Listing Stripe charges for provider key ${JSON.stringify(providerKey)}: ${args.maxListPages} pages of ${PAGE_SIZE} did not reach back to the reservation (${args.reservedAt.toISOString()}), so the lookup cannot say the charge is not there. Raise maxListPages, or enable the Search API.`,
-  );
+  const { stripe, providerKey, call } = args;
+  return findInListing({
+    ...args,
+    what: 'charges',
+    page: (params) => call((options) => stripe.charges.list(params, options)),
+    matches: (charge) => matches(charge, providerKey),
+  });
 }
 
 function matches(charge: Stripe.Charge, providerKey: string): boolean {

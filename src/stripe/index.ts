@@ -2,6 +2,7 @@ export { createStripeProvider, STRIPE_IDEMPOTENCY_WINDOW_MS } from './createStri
 export type {
   StripeChargesClient,
   StripePaymentSource,
+  StripeProvider,
   StripeProviderOptions,
 } from './createStripeProvider.js';
 export type { StripeLookup } from './findStripeCharge.js';

@@ -2,11 +2,17 @@ import type { Stripe } from 'stripe';
 import type { ProviderCharge } from '../provider/PaymentProvider.js';
 import { StripeAdapterError } from './mapStripeError.js';
 
-/** The metadata keys the adapter writes on every charge, so it can be found without the key. */
+/**
+ * The metadata keys the adapter writes on every charge and refund, so it can be found without
+ * the key: the provider key, the merchant and the local charge id on both; the local refund id
+ * and the refund's reason (its text, whatever Stripe's `reason` says) on refunds.
+ */
 export const STRIPE_METADATA_KEYS = {
   providerKey: 'chargeonce_provider_key',
   merchantId: 'chargeonce_merchant_id',
   chargeId: 'chargeonce_charge_id',
+  refundId: 'chargeonce_refund_id',
+  reason: 'chargeonce_reason',
 } as const;
 
 /**

@@ -2,11 +2,16 @@
 // the reconciler and the conformance kit. For tests and staging, never on the charge path.
 export { createFakeProvider } from '../provider/createFakeProvider.js';
 export type {
+  FakeCaptureFault,
   FakeFault,
   FakeLedgerEntry,
   FakeProvider,
+  FakeProviderMethod,
   FakeProviderOptions,
+  FakeRefundFault,
 } from '../provider/createFakeProvider.js';
+export { MOVEMENT_FAILURE_CODES } from '../provider/createMovementBooks.js';
+export type { FakeCaptureEntry, FakeRefundEntry } from '../provider/createMovementBooks.js';
 export { startFakeProviderServer } from '../provider/fakeProviderServer.js';
 export type {
   FakeProviderServer,
@@ -21,7 +26,7 @@ export type {
 } from '../provider/createFaultSchedule.js';
 export type { FakeServerLedgerEntry } from '../provider/createProviderLedger.js';
 export { createHttpProvider, ProviderHttpError } from '../provider/createHttpProvider.js';
-export type { HttpProviderOptions } from '../provider/createHttpProvider.js';
+export type { HttpProvider, HttpProviderOptions } from '../provider/createHttpProvider.js';
 export { reconcile } from '../chaos/reconcile.js';
 export type {
   ObservedResponse,

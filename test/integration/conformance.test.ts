@@ -23,12 +23,16 @@ async function conformance(fixture: string): Promise<{ code: number; report: Con
 const results = (report: ConformanceReport) =>
   Object.fromEntries(report.checks.map((c) => [c.name, c.result]));
 
+const REFUND_CHECK = 'refunds: partial, deduped, found, never past the capture';
+const CAPTURE_CHECK = 'captures: authorize only, capture part once, found';
+
 describe('chargeonce conformance', { timeout: 60_000 }, () => {
   it('passes every check on the Stripe adapter against the emulator', async () => {
     const { code, report } = await conformance('stripeAdapter.ts');
 
     expect(report.checks.filter((c) => c.result !== 'pass')).toEqual([]);
-    expect(report.checks).toHaveLength(9);
+    expect(report.checks).toHaveLength(11);
+    expect(results(report)).toMatchObject({ [REFUND_CHECK]: 'pass', [CAPTURE_CHECK]: 'pass' });
     expect(code).toBe(0);
   });
 
@@ -47,6 +51,8 @@ describe('chargeonce conformance', { timeout: 60_000 }, () => {
       'permanent failures are not ProviderTransientError': 'skip',
       'dedupe on providerKey': 'pass',
       'findCharge after a lost answer': 'pass',
+      [REFUND_CHECK]: 'pass',
+      [CAPTURE_CHECK]: 'pass',
     });
     expect(code).toBe(0);
   });
@@ -63,5 +69,8 @@ describe('chargeonce conformance', { timeout: 60_000 }, () => {
       'AbortSignal honoured within 500 ms': 'fail',
       'transient failures are ProviderTransientError': 'fail',
     });
+    expect(results(report)[REFUND_CHECK]).toBe('fail');
+    // An adapter that cannot capture is not asked about captures.
+    expect(results(report)).not.toHaveProperty(CAPTURE_CHECK);
   });
 });

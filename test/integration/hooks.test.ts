@@ -121,7 +121,7 @@ describe('hooks run inside the phase transactions', () => {
     expect(rejected).toMatchObject({ status: 'rejected', httpStatus: 409, body, replayed: false });
     expect(replay).toEqual({ ...rejected, replayed: true });
     expect(await orderState(db.pool, key)).toBeNull();
-    expect(provider.calls).toEqual({ createCharge: 0, findCharge: 0 });
+    expect(provider.calls).toMatchObject({ createCharge: 0, findCharge: 0 });
     expect(await readCharges(db.pool, db.tables, 'm_reject')).toEqual([
       expect.objectContaining({ status: 'rejected', provider_charge_id: null }),
     ]);

@@ -33,6 +33,8 @@ const MERCHANT = 'm_parity';
 /** One request as it goes on the wire. */
 type WireRequest = {
   method?: string;
+  /** @defaultValue `'/charges'` */
+  path?: string;
   headers?: Record<string, string | string[]>;
   body?: string | Buffer;
   /** Sent in these pieces, without a Content-Length (chunked). */
@@ -117,7 +119,7 @@ function overHttp(name: string, url: () => string): Target {
   return {
     name,
     async send(request) {
-      const response = await send(url(), {
+      const response = await send(`${url()}${pathOf(request)}`, {
         method: request.method,
         headers: request.headers,
         body: request.body,
@@ -143,6 +145,8 @@ const servers: RunningServer[] = [];
 let fastify: FastifyInstance;
 let fastifyUrl = '';
 let nodeUrl = '';
+/** Where each target's requests go: its origin, then the request's path. */
+const pathOf = (request: WireRequest) => request.path ?? '/charges';
 let targets: Target[] = [];
 /** Opened by a case: charges for customer `c_slow` wait on it at the provider. */
 let slowGate = aGate();
@@ -161,6 +165,10 @@ beforeAll(async () => {
       return fake.createCharge(input, opts);
     },
     findCharge: (providerKey, opts) => fake.findCharge(providerKey, opts),
+    createRefund: (input, opts) => fake.createRefund(input, opts),
+    findRefund: (providerKey, opts) => fake.findRefund(providerKey, opts),
+    capture: (input, opts) => fake.capture(input, opts),
+    findCapture: (input, opts) => fake.findCapture(input, opts),
   };
   const engine: ChargeEngine = createChargeEngine({
     pool: db.pgPool,
@@ -184,7 +192,7 @@ beforeAll(async () => {
   });
   const nodeServer = await listen((req, res) => void node(req, res));
   servers.push(nodeServer);
-  nodeUrl = `${nodeServer.url}/charges`;
+  nodeUrl = nodeServer.url;
 
   const fetchHandler = createFetchHandler({
     ...common,
@@ -193,6 +201,7 @@ beforeAll(async () => {
   });
   const hono = new Hono();
   hono.all('/charges', (c) => fetchHandler(c.req.raw));
+  hono.all('/charges/*', (c) => fetchHandler(c.req.raw));
 
   fastify = Fastify();
   await fastify.register(chargeOnceFastify, {
@@ -202,19 +211,19 @@ beforeAll(async () => {
     authenticate: (request) => merchantFor(request.headers.authorization),
   });
   await fastify.listen({ port: 0, host: '127.0.0.1' });
-  fastifyUrl = `http://127.0.0.1:${(fastify.server.address() as AddressInfo).port}/charges`;
+  fastifyUrl = `http://127.0.0.1:${(fastify.server.address() as AddressInfo).port}`;
 
   targets = [
     overHttp('node', () => nodeUrl),
     {
       name: 'fetch',
       send: async (request) =>
-        fromResponse(await fetchHandler(toRequest('http://edge.test/charges', request))),
+        fromResponse(await fetchHandler(toRequest(`http://edge.test${pathOf(request)}`, request))),
     },
     {
       name: 'hono',
       send: async (request) =>
-        fromResponse(await hono.request(toRequest('http://edge.test/charges', request))),
+        fromResponse(await hono.request(toRequest(`http://edge.test${pathOf(request)}`, request))),
     },
     overHttp('fastify', () => fastifyUrl),
   ];
@@ -244,15 +253,36 @@ function charge(
   };
 }
 
+/** A request to a route below a charge: a refund or a capture. */
+function movement(
+  path: string,
+  key: string | undefined,
+  payload: unknown,
+  headers: Record<string, string> = {},
+): WireRequest {
+  return { ...charge(key, payload, headers), path };
+}
+
+/** Charges on `target` and gives the id of its charge, for the routes below it. */
+async function chargeIdOn(target: Target, payload: unknown = valid): Promise<string> {
+  const answer = await target.send(charge(aKey(), payload));
+  expect(answer.status).toBe(201);
+  return (JSON.parse(answer.body) as { id: string }).id;
+}
+
+/** A charge id no charge has: the routes below it are refused before the engine looks. */
+const NO_CHARGE = '3f1c2a9e-5b7d-4c1e-9a2b-7d4e8f6a0b1c';
+
 /**
- * An outcome body holds ids and a time of its own on each target; they are blanked (same
- * length, so Content-Length still compares) after checking the length is the body's.
+ * An outcome body (a charge, refund or capture: refused ones too) holds ids and a time of its
+ * own on each target; they are blanked (same length, so Content-Length still compares) after
+ * checking the length is the body's.
  */
 function blankIds(observed: Observed): Observed {
-  if (observed.status >= 400 && observed.status !== 402) return observed;
+  if (!observed.body.includes('"object":"')) return observed;
   expect(Number(observed.headers['content-length'])).toBe(Buffer.byteLength(observed.body));
   const body = observed.body.replace(
-    /"(id|providerChargeId|created)":"([^"]*)"/g,
+    /"(id|chargeId|providerChargeId|providerRefundId|providerCaptureId|created)":"([^"]*)"/g,
     (_, name: string, value: string) => `"${name}":"${'x'.repeat(value.length)}"`,
   );
   return { ...observed, body };
@@ -581,6 +611,150 @@ const CASES: Case[] = [
       });
     },
   },
+  {
+    name: 'a refund, its replay (byte for byte, marked), and one past what is left: a stored 422 refusal',
+    run: async (target) => {
+      const path = `/charges/${await chargeIdOn(target)}/refunds`;
+      const key = aKey();
+      const over = aKey();
+      const first = await target.send(movement(path, key, { amountMinor: 1500, reason: 'dup' }));
+      const replay = await target.send(
+        movement(path, `"${key}"`, { reason: 'dup', amountMinor: 1500 }),
+      );
+      const refused = await target.send(movement(path, over, { amountMinor: 501 }));
+      const refusedAgain = await target.send(movement(path, over, { amountMinor: 501 }));
+      expect(replay.body).toBe(first.body);
+      expect(refusedAgain.body).toBe(refused.body);
+      return [first, replay, refused, refusedAgain].map(blankIds);
+    },
+    expect: ([first, replay, refused, refusedAgain]) => {
+      expect(first?.status).toBe(201);
+      expect(JSON.parse(first?.body ?? '{}')).toMatchObject({
+        object: 'refund',
+        status: 'succeeded',
+        amountMinor: 1500,
+        reason: 'dup',
+      });
+      expect(first?.headers['idempotent-replayed']).toBeUndefined();
+      expect(replay?.headers['idempotent-replayed']).toBe('true');
+      expect(refused?.status).toBe(422);
+      expect(JSON.parse(refused?.body ?? '{}')).toMatchObject({ refusal: 'exceeds_refundable' });
+      expect(refused?.headers['idempotent-replayed']).toBeUndefined();
+      expect(refusedAgain?.headers['idempotent-replayed']).toBe('true');
+    },
+  },
+  {
+    name: 'an authorization captured with no body at all; a capture under another key is refused',
+    run: async (target) => {
+      const path = `/charges/${await chargeIdOn(target, { ...valid, capture: false })}/capture`;
+      const bare = charge(aKey());
+      const headers = { ...bare.headers };
+      delete headers['content-type'];
+      const captured = await target.send({ headers, path });
+      const again = await target.send(movement(path, aKey(), {}));
+      return [captured, again].map(blankIds);
+    },
+    expect: ([captured, again]) => {
+      expect(captured?.status).toBe(201);
+      expect(JSON.parse(captured?.body ?? '{}')).toMatchObject({
+        object: 'capture',
+        status: 'succeeded',
+        amountMinor: 2000,
+      });
+      expect(again?.status).toBe(422);
+      expect(JSON.parse(again?.body ?? '{}')).toHaveProperty('refusal');
+    },
+  },
+  {
+    name: 'a key reused for another refund: 422 naming the field that differs',
+    run: async (target) => {
+      const path = `/charges/${await chargeIdOn(target)}/refunds`;
+      const key = aKey();
+      await target.send(movement(path, key, { amountMinor: 100 }));
+      return [await target.send(movement(path, key, { amountMinor: 200 }))];
+    },
+    expect: ([observed]) => {
+      expect(observed?.status).toBe(422);
+      expect(errorOf(observed).fields).toEqual([
+        { field: 'amountMinor', message: 'differs from the request first sent with this key' },
+      ]);
+    },
+  },
+  refusal(
+    'a path below a charge that is no route: 404 before anything else, closing',
+    () => movement(`/charges/${NO_CHARGE}/refund`, undefined, { amountMinor: 1 }),
+    404,
+    'not_found',
+    closes,
+  ),
+  refusal(
+    'a GET of a refund route: 405, closing',
+    () => ({ method: 'GET', path: `/charges/${NO_CHARGE}/refunds` }),
+    405,
+    'method_not_allowed',
+    (o) => {
+      expect(o.headers['allow']).toBe('POST');
+      closes(o);
+    },
+  ),
+  refusal(
+    'no charge id in the path and no key: one 400 naming both, closing',
+    () => movement('/charges//refunds', undefined, { amountMinor: 1 }),
+    400,
+    'invalid_request',
+    (o) => {
+      expect(errorOf(o).fields).toEqual([
+        { field: 'Idempotency-Key', message: 'is required' },
+        { field: 'chargeId', message: 'must not be empty' },
+      ]);
+      closes(o);
+    },
+  ),
+  refusal(
+    'a refund body with bad, forbidden and unknown fields: 400 naming each, kept open',
+    () =>
+      movement(`/charges/${NO_CHARGE}/refunds`, aKey(), {
+        chargeId: NO_CHARGE,
+        amountMinor: 0,
+        reason: 5,
+        amount: 1,
+      }),
+    400,
+    'invalid_request',
+    (o) => {
+      expect(errorOf(o).fields).toEqual([
+        { field: 'chargeId', message: 'must not be sent: the charge is the one in the path' },
+        { field: 'amountMinor', message: 'must be positive' },
+        { field: 'reason', message: 'must be a string' },
+        { field: 'amount', message: 'is not a known field' },
+      ]);
+      keepsOpen(o);
+    },
+  ),
+  refusal(
+    'a capture of an id that is no chargeonce charge id: 400 naming chargeId',
+    () => movement('/charges/ch%5F1/capture', aKey(), { amountMinor: 1 }),
+    400,
+    'invalid_request',
+    (o) =>
+      expect(errorOf(o).fields).toEqual([
+        {
+          field: 'chargeId',
+          message: "must be a chargeonce charge id (a lower-case UUID, the charge's `chargeId`)",
+        },
+      ]),
+  ),
+  refusal(
+    'a refund body past the limit: 413, closing',
+    () =>
+      movement(`/charges/${NO_CHARGE}/refunds`, aKey(), {
+        amountMinor: 1,
+        reason: 'x'.repeat(700),
+      }),
+    413,
+    'payload_too_large',
+    closes,
+  ),
 ];
 
 describe('the same answers from every adapter', () => {

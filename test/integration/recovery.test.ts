@@ -34,7 +34,7 @@ describe('resuming at each recovery point', () => {
       chargeId: seeded.chargeId,
     });
     // Nothing can have been charged before the intent existed: no lookup needed.
-    expect(provider.calls).toEqual({ createCharge: 1, findCharge: 0 });
+    expect(provider.calls).toMatchObject({ createCharge: 1, findCharge: 0 });
     expect(provider.chargesFor(seeded.providerKey)).toBe(1);
     expect(await readCharges(db.pool, db.tables, 'm_started')).toEqual([
       expect.objectContaining({ id: seeded.chargeId, status: 'succeeded' }),
@@ -64,7 +64,7 @@ describe('resuming at each recovery point', () => {
     const outcome = await engine.processCharge(key, request);
 
     expect(outcome).toMatchObject({ status: 'succeeded', providerChargeId: made.id });
-    expect(provider.calls).toEqual({ createCharge: 1, findCharge: 1 });
+    expect(provider.calls).toMatchObject({ createCharge: 1, findCharge: 1 });
     expect(provider.chargesFor(seeded.providerKey)).toBe(1);
   });
 
@@ -78,7 +78,7 @@ describe('resuming at each recovery point', () => {
     const outcome = await engine.processCharge(key, request);
 
     expect(outcome.status).toBe('succeeded');
-    expect(provider.calls).toEqual({ createCharge: 1, findCharge: 1 });
+    expect(provider.calls).toMatchObject({ createCharge: 1, findCharge: 1 });
     expect(provider.chargesFor(seeded.providerKey)).toBe(1);
   });
 
@@ -100,7 +100,7 @@ describe('resuming at each recovery point', () => {
     expect(error).toBeInstanceOf(IdempotencyKeyInUseError);
     expect(error).toMatchObject({ code: 'idempotency_key_in_use', httpStatus: 409 });
     expect((error as IdempotencyKeyInUseError).retryAfterMs).toBeGreaterThanOrEqual(50);
-    expect(provider.calls).toEqual({ createCharge: 0, findCharge: 0 });
+    expect(provider.calls).toMatchObject({ createCharge: 0, findCharge: 0 });
     expect(await first).toBeInstanceOf(ProviderUnavailableError);
   });
 });
@@ -142,7 +142,7 @@ describe('provider failures', () => {
     const outcome = await engine.processCharge(key, aRequest());
     expect(outcome.providerChargeId).toBe(provider.ledger()[0]?.id);
     expect(provider.ledger()).toHaveLength(1);
-    expect(provider.calls).toEqual({ createCharge: 1, findCharge: 1 });
+    expect(provider.calls).toMatchObject({ createCharge: 1, findCharge: 1 });
   });
 
   it('after the provider forgot its idempotency keys, the lookup still prevents a double charge', async () => {
@@ -198,7 +198,7 @@ describe('provider failures', () => {
     const error = await engine.processCharge(key, request).catch((e: unknown) => e);
 
     expect(error).toBeInstanceOf(ProviderUnavailableError);
-    expect(provider.calls).toEqual({ createCharge: 1, findCharge: 1 });
+    expect(provider.calls).toMatchObject({ createCharge: 1, findCharge: 1 });
   });
 
   it('a provider that ignores the abort signal is still cut off', async () => {

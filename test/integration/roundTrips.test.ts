@@ -112,4 +112,41 @@ describe.each(POOLS)('database round trips on a $name', (kind) => {
     expect(proxy.stats().roundTrips).toBe(1);
     await engine.close();
   });
+
+  it('a fresh refund: 2 round trips and 2 commits, as a charge; its replay 1', async () => {
+    const engine = createChargeEngine({ pool, provider: createFakeProvider() });
+    const charged = await engine.processCharge(aKey(), aRequest({ amountMinor: 1000 }));
+    const refund = { merchantId: 'm_1', chargeId: charged.chargeId, amountMinor: 300 };
+    await engine.processRefund(aKey(), refund); // prepares the refund's statements
+    const key = aKey();
+    proxy.reset();
+
+    const fresh = await engine.processRefund(key, refund);
+    const freshStats = proxy.stats();
+    proxy.reset();
+    const replay = await engine.processRefund(key, refund);
+
+    expect(fresh).toMatchObject({ status: 'succeeded', replayed: false });
+    expect(freshStats).toEqual({ roundTrips: 2, endedIdle: 2, endedInTransaction: 0 });
+    expect(replay.replayed).toBe(true);
+    expect(proxy.stats()).toEqual({ roundTrips: 1, endedIdle: 1, endedInTransaction: 0 });
+    await engine.close();
+  });
+
+  it('a fresh capture: 2 round trips and 2 commits', async () => {
+    const engine = createChargeEngine({ pool, provider: createFakeProvider() });
+    const authorized = await engine.processCharge(aKey(), aRequest({ capture: false }));
+    const other = await engine.processCharge(aKey(), aRequest({ capture: false }));
+    await engine.processCapture(aKey(), { merchantId: 'm_1', chargeId: other.chargeId });
+    proxy.reset();
+
+    const captured = await engine.processCapture(aKey(), {
+      merchantId: 'm_1',
+      chargeId: authorized.chargeId,
+    });
+
+    expect(captured.status).toBe('succeeded');
+    expect(proxy.stats()).toEqual({ roundTrips: 2, endedIdle: 2, endedInTransaction: 0 });
+    await engine.close();
+  });
 });

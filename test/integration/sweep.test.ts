@@ -192,7 +192,7 @@ describe('sweep', () => {
 
     expect(await engine.sweep()).toMatchObject({ examined: 1, released: 1 });
     expect(await readKey(db.pool, db.tables, 'm_sweep_started', key)).toBeNull();
-    expect(provider.calls).toEqual({ createCharge: 0, findCharge: 0 });
+    expect(provider.calls).toMatchObject({ createCharge: 0, findCharge: 0 });
 
     const outcome = await engine.processCharge(key, request);
     expect(outcome).toMatchObject({ replayed: false, status: 'succeeded' });

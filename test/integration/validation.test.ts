@@ -93,7 +93,7 @@ describe('validation happens before anything is written', () => {
     expect(error).toMatchObject({ code: 'invalid_request', httpStatus: 400 });
     expect((error as InvalidRequestError).issues.map((i) => i.field)).toContain(field);
     expect(await countRows(db.pool, db.tables.keys)).toBe(before);
-    expect(provider.calls).toEqual({ createCharge: 0, findCharge: 0 });
+    expect(provider.calls).toMatchObject({ createCharge: 0, findCharge: 0 });
     // The key was not consumed: the corrected request goes through with it.
     const outcome = await engine.processCharge(key, valid);
     expect(outcome.replayed).toBe(false);

@@ -293,8 +293,19 @@ describe('installed by npm into a project of its own', () => {
         body: JSON.stringify({ customerId: 'c_1', amountMinor, currency: 'EUR' }),
       });
 
+    const refund = (baseUrl: string, chargeId: string, key: string) =>
+      fetch(`${baseUrl}/charges/${chargeId}/refunds`, {
+        method: 'POST',
+        headers: {
+          authorization: 'Bearer sk_test_shop',
+          'content-type': 'application/json',
+          'idempotency-key': key,
+        },
+        body: JSON.stringify({ amountMinor: 500 }),
+      });
+
     for (const example of ['express', 'fastify', 'hono']) {
-      it(`${example}: charges, replays, refuses a reused key, and stops on SIGTERM`, async () => {
+      it(`${example}: charges, replays, refuses a reused key, refunds, and stops on SIGTERM`, async () => {
         const { started, match } = await startProcess(
           process.execPath,
           ['--import', TSX, `examples/${example}.ts`],
@@ -313,6 +324,10 @@ describe('installed by npm into a project of its own', () => {
           expect(await reused.json()).toMatchObject({
             error: { code: 'idempotency_key_reused' },
           });
+          const { id } = JSON.parse(firstBody) as { id: string };
+          const refunded = await refund(baseUrl, id, `${example}-refund-1`);
+          expect(refunded.status).toBe(201);
+          expect(await refunded.json()).toMatchObject({ object: 'refund', status: 'succeeded' });
         } finally {
           expect(await stopWithin(started)).toBe(0);
         }

@@ -78,6 +78,8 @@ const ONE_OF_EACH = {
   unauthenticated: () => new HttpEdgeError('unauthenticated', 401, 'Authentication is required.'),
   unsupported_media_type: () => new HttpEdgeError('unsupported_media_type', 415, 'JSON only.'),
   payload_too_large: () => new HttpEdgeError('payload_too_large', 413, 'Too large.'),
+  not_found: () => new HttpEdgeError('not_found', 404, 'No such route.'),
+  not_implemented: () => new HttpEdgeError('not_implemented', 501, 'Refunds are not served here.'),
   charge_refused: () =>
     new ChargeClientError('charge_refused', { key: 'k', attempts: 1, response: undefined }),
   charge_retries_exhausted: () =>
@@ -104,6 +106,8 @@ function statusOf(code: ChargeOnceErrorCode): number | null {
       return 400;
     case 'unauthenticated':
       return 401;
+    case 'not_found':
+      return 404;
     case 'method_not_allowed':
       return 405;
     case 'idempotency_key_in_use':
@@ -126,6 +130,8 @@ function statusOf(code: ChargeOnceErrorCode): number | null {
     case 'provider_error':
     case 'provider_answer_invalid':
       return 502;
+    case 'not_implemented':
+      return 501;
     case 'provider_unavailable':
     case 'store_unavailable':
       return 503;
