@@ -10,6 +10,7 @@ import {
   migrate,
   type ChargeOutcome,
   type ChargeRequest,
+  type RefundOutcome,
 } from '../src/index.js';
 import { createFakeProvider } from '../src/testing/index.js';
 import { runChaos } from '../src/chaos/runChaos.js';
@@ -53,7 +54,9 @@ try {
 
   console.log('1. A charge');
   const first = `order-${randomUUID()}`;
-  await attempt('first attempt', first, order(2000));
+  const firstOutcome = await engine.processCharge(first, order(2000));
+  show('first attempt', firstOutcome);
+  const firstCharge = firstOutcome.chargeId;
 
   console.log('2. The provider charges, then the response is lost');
   const lost = `order-${randomUUID()}`;
@@ -79,9 +82,24 @@ try {
   await attempt('first attempt', declined, order(500));
   await attempt('retry, same key', declined, order(500));
 
+  console.log('6. Refunds of the first charge (2000): two of 1200 at once, only one fits');
+  const refund = (key: string, amountMinor: number) =>
+    engine.processRefund(key, { merchantId: 'm_shop', chargeId: firstCharge, amountMinor });
+  const [a, b, c] = ['a', 'b', 'c'].map((name) => `refund-${name}-${randomUUID()}`) as [
+    string,
+    string,
+    string,
+  ];
+  const refunds = await Promise.all([refund(a, 1200), refund(b, 1200)]);
+  for (const [i, r] of refunds.entries()) showRefund(`refund ${i + 1} of 1200`, r);
+  showRefund('refund 1 again, same key', await refund(a, 1200));
+  showRefund('then the rest, 800', await refund(c, 800));
+
   console.log('\nWhat the provider saw');
   console.log(`  createCharge calls: ${provider.calls.createCharge}`);
   console.log(`  findCharge calls:   ${provider.calls.findCharge}`);
+  const refunded = provider.refundLedger().reduce((sum, r) => sum + r.amountMinor, 0);
+  console.log(`  refunds:            ${provider.refundLedger().length}, ${refunded} of 2000`);
   const perKey = new Map<string, number>();
   for (const entry of provider.ledger()) {
     perKey.set(entry.providerKey, (perKey.get(entry.providerKey) ?? 0) + 1);
@@ -97,7 +115,7 @@ try {
     console.log('\nEvery operation was charged exactly once.');
   }
 
-  console.log('\n6. Chaos: 200 charges on 2 worker processes killed at random, with crashes and');
+  console.log('\n7. Chaos: 200 charges on 2 worker processes killed at random, with crashes and');
   console.log('   provider faults; then a sweep, and the provider ledger reconciled\n');
   const bar = process.stderr.isTTY ? createProgressBar(process.stderr) : null;
   const report = await runChaos({
@@ -121,5 +139,13 @@ function show(label: string, outcome: ChargeOutcome): void {
   const how = outcome.replayed ? 'replayed' : 'new';
   console.log(
     `  ${label.padEnd(34)} ${outcome.httpStatus} ${outcome.status.padEnd(9)} ${how.padEnd(8)} charge ${body.id.slice(0, 8)} provider ${String(body.providerChargeId).slice(0, 12)}`,
+  );
+}
+
+function showRefund(label: string, outcome: RefundOutcome): void {
+  const body = JSON.parse(outcome.body) as { refusal?: string };
+  const how = outcome.replayed ? 'replayed' : 'new';
+  console.log(
+    `  ${label.padEnd(34)} ${outcome.httpStatus} ${outcome.status.padEnd(9)} ${how.padEnd(8)} ${body.refusal ?? `refund ${outcome.refundId.slice(0, 8)}`}`,
   );
 }
