@@ -31,6 +31,8 @@ export function chargeBody(fields: {
     metadata: request.metadata ?? {},
     providerChargeId: fields.providerChargeId,
     declineCode: fields.declineCode,
+    // Only an authorization says so: the body of a charge captured at once is unchanged.
+    ...(request.capture === false ? { captured: false } : {}),
     created: new Date().toISOString(),
   });
 }

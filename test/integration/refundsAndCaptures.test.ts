@@ -349,6 +349,7 @@ describe('processCapture', () => {
       amountMinor: 600,
     });
 
+    expect(JSON.parse(auth.body)).toMatchObject({ status: 'succeeded', captured: false });
     expect(captured).toMatchObject({ status: 'succeeded', httpStatus: 201 });
     expect(JSON.parse(captured.body)).toMatchObject({ object: 'capture', amountMinor: 600 });
     expect(replay).toEqual({ ...captured, replayed: true });
