@@ -5,7 +5,8 @@ import type {
   LatencyRange,
 } from '../provider/createFaultSchedule.js';
 import type { SweepResult } from '../recovery/sweep.js';
-import type { ChaosStatus } from './OperationSink.js';
+import type { GroupCommitCounts } from './countGroupCommit.js';
+import type { ChaosStatus, WaitEnd } from './OperationSink.js';
 import type { ParkedKey, Violation } from './reconcile.js';
 
 /** Where a chaos run is, for a progress display. */
@@ -50,6 +51,9 @@ export type ChaosReport = {
     stallRate: number;
     clockStepRate: number;
     abandonRate: number;
+    duplicateRate: number;
+    /** How long waiting engines waited on a key in progress; `0`: none did. */
+    waitMs: number;
     outageRate: number;
     outageMs: number;
     retentionMs: number;
@@ -78,10 +82,24 @@ export type ChaosReport = {
   outcomes: Record<ChaosStatus, number>;
   /** Clients that walked away after a failed attempt (`abandonRate`). */
   abandoned: number;
-  /** `processCharge` calls, the return visits included. */
+  /** `processCharge` calls, the return visits and second submissions included. */
   attempts: number;
-  /** Attempts after an operation's first. */
+  /** Attempts after an operation's first (second submissions are not retries). */
   retries: number;
+  /** Requests sent a second time alongside their first attempt (`duplicateRate`). */
+  duplicates: number;
+  /**
+   * How the clients' claims and completions went to PostgreSQL, over every process: alone, or
+   * batched with other keys' into one statement by group commit.
+   */
+  groupCommit: GroupCommitCounts;
+  /**
+   * Attempts that waited on a key another attempt held (`inProgress: { waitMs }`), and how each
+   * wait ended: `woken` by the holder's completion notifying the waiters, then answered;
+   * `answered` without a notification heard (the key was done when the waiter looked again);
+   * `timedOut` (409); `failed` with another error.
+   */
+  waits: { waited: number } & Record<WaitEnd, number>;
   /** Retryable errors clients got, by code (`idempotency_key_in_use`, `provider_unavailable`, …). */
   retryableErrors: Record<string, number>;
   /** Injected crashes that fired, by crash point. */

@@ -9,6 +9,10 @@ export type AttemptEvent = {
   stalled: boolean;
   /** The attempt stepped its process's wall clock first. */
   clockStepped: boolean;
+  /** A second submission of the request, sent alongside its first attempt and never retried. */
+  duplicate: boolean;
+  /** How the attempt's wait on the key in progress ended, if it waited (`inProgress: { waitMs }`). */
+  wait: WaitEnd | null;
 } & (
   | {
       kind: 'outcome';
@@ -29,6 +33,14 @@ export type AttemptEvent = {
   | { kind: 'retryable'; code: string }
   | { kind: 'unexpected'; code: string; message: string }
 );
+
+/**
+ * How a wait on a key another attempt held ended: `woken`, with an outcome after the holder's
+ * completion notified the waiters; `answered`, with an outcome no notification announced (the key
+ * was done by the time the waiter marked it, or it looked again when its time ran out);
+ * `timedOut`, with `IdempotencyKeyInUseError`; `failed`, with any other error.
+ */
+export type WaitEnd = 'woken' | 'answered' | 'timedOut' | 'failed';
 
 /** How an operation settled without an outcome the engine could replay. */
 export type TerminalStatus = 'parked' | 'expired';

@@ -1,6 +1,6 @@
 import { CRASH_POINTS, type CrashPoint } from '../engine/types.js';
 import type { ChaosProgress, UnexpectedError } from './ChaosReport.js';
-import type { ChaosStatus, OperationEnd, OperationSink } from './OperationSink.js';
+import type { ChaosStatus, OperationEnd, OperationSink, WaitEnd } from './OperationSink.js';
 import type { ObservedResponse } from './reconcile.js';
 
 /** Counts what the clients of a chaos run went through, from their events. */
@@ -22,6 +22,8 @@ export type ChaosTally = {
     replays: number;
     adoptions: number;
     abandoned: number;
+    duplicates: number;
+    waits: { waited: number } & Record<WaitEnd, number>;
     outcomes: Record<ChaosStatus, number>;
     settled: number;
     unexpectedErrors: UnexpectedError[];
@@ -41,6 +43,8 @@ export function createChaosTally(total: number): ChaosTally {
   let crashTotal = 0;
   let stalls = 0;
   let clockSteps = 0;
+  let duplicates = 0;
+  const waits = { waited: 0, woken: 0, answered: 0, timedOut: 0, failed: 0 };
   const tried = new Set<number>();
   const retryableErrors: Record<string, number> = {};
   const byPoint = Object.fromEntries(CRASH_POINTS.map((p) => [p, 0])) as Record<CrashPoint, number>;
@@ -55,8 +59,13 @@ export function createChaosTally(total: number): ChaosTally {
       attempts += 1;
       if (event.stalled) stalls += 1;
       if (event.clockStepped) clockSteps += 1;
+      if (event.wait !== null) {
+        waits.waited += 1;
+        waits[event.wait] += 1;
+      }
+      if (event.duplicate) duplicates += 1;
       // Counted per operation, not per process: a restarted worker's first try is a retry too.
-      if (tried.has(event.op)) retries += 1;
+      else if (tried.has(event.op)) retries += 1;
       else tried.add(event.op);
       switch (event.kind) {
         case 'outcome':
@@ -130,6 +139,8 @@ export function createChaosTally(total: number): ChaosTally {
       replays,
       adoptions,
       abandoned,
+      duplicates,
+      waits: { ...waits },
       outcomes: outcomes(),
       settled: finalStatus.size,
       unexpectedErrors: [...unexpectedErrors],

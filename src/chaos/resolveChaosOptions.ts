@@ -95,8 +95,10 @@ export type ChaosOptions = {
   sweepEveryMs?: number;
   /**
    * Connections of the harness's own pool (the background sweeper and reaper, in-process clients)
-   * and of each worker's: set it below `concurrency` to make attempts wait for connections.
-   * @defaultValue `concurrency + 2`
+   * and of each worker's. Group commit batches the claims (and completions) that come while the
+   * engine's earlier ones hold the pool's connections, so a pool well below `concurrency` is what
+   * makes batches form; with a connection per client they seldom would.
+   * @defaultValue `concurrency / 4`, rounded up, and at least 3
    */
   poolSize?: number;
   /**
@@ -106,6 +108,25 @@ export type ChaosOptions = {
    * @defaultValue `0.05`
    */
   abandonRate?: number;
+  /**
+   * The chance that an operation's request is sent twice at about the same time (within 10 ms,
+   * either first), as a double tap or a load balancer's retry would: the second submission goes
+   * through the process's engine with the other in-progress policy (see `waitMs`), so one of the
+   * two holds the key while the other waits for its outcome or is refused with a 409. It never
+   * retries, and whatever outcome it gets must be the stored one.
+   * @defaultValue `0.05`
+   */
+  duplicateRate?: number;
+  /**
+   * How long an engine that waits on keys in progress (`inProgress: { waitMs }`) waits. Each
+   * process's engines are shared by all its clients: in the harness's own process and in even
+   * workers the clients' engines wait and second submissions (`duplicateRate`) are refused at
+   * once (`'reject'`); in odd workers the other way round, so both paths run. Shorter than a
+   * lease, so a wait on a key a crashed attempt still holds times out (409) while a wait on a key
+   * whose attempt is at work is woken by its completion. `0`: no engine waits.
+   * @defaultValue `leaseMs / 2`, rounded down
+   */
+  waitMs?: number;
   /**
    * Fault rates of the fake provider server (see `FakeServerFault`); missing ones are `0` when
    * this is given.
@@ -203,6 +224,8 @@ export function resolveChaosOptions(options: ChaosOptions): ResolvedChaosOptions
     killRate: options.killRate ?? 0.01,
     crashRate: options.crashRate ?? 0.05,
     abandonRate: options.abandonRate ?? 0.05,
+    duplicateRate: options.duplicateRate ?? 0.05,
+    waitMs: options.waitMs ?? Math.floor((options.leaseMs ?? 2_000) / 2),
     stallRate: options.stallRate ?? 0.02,
     clockStepRate: options.clockStepRate ?? 0.005,
     outageRate: options.outageRate ?? 0.002,
@@ -210,7 +233,7 @@ export function resolveChaosOptions(options: ChaosOptions): ResolvedChaosOptions
     retentionMs: options.retentionMs ?? 1_000,
     lateRetryRate: options.lateRetryRate ?? 0.05,
     sweepEveryMs: options.sweepEveryMs ?? 250,
-    poolSize: options.poolSize ?? (options.concurrency ?? 8) + 2,
+    poolSize: options.poolSize ?? Math.max(3, Math.ceil((options.concurrency ?? 8) / 4)),
     providerFaults: options.providerFaults
       ? { ...zeroFaults(), ...options.providerFaults }
       : { ...DEFAULT_PROVIDER_FAULTS },
@@ -236,6 +259,8 @@ export function resolveChaosOptions(options: ChaosOptions): ResolvedChaosOptions
   requireRate('killRate', resolved.killRate);
   requireRate('crashRate', resolved.crashRate);
   requireRate('abandonRate', resolved.abandonRate);
+  requireRate('duplicateRate', resolved.duplicateRate);
+  requireInteger('waitMs', resolved.waitMs, 0);
   requireRate('stallRate', resolved.stallRate);
   requireRate('clockStepRate', resolved.clockStepRate);
   requireRate('outageRate', resolved.outageRate);

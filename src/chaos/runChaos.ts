@@ -11,8 +11,14 @@ import { migrate } from '../store/migrate.js';
 import { createEnginePool } from '../store/resolvePool.js';
 import type { ChaosProgress, ChaosReport } from './ChaosReport.js';
 import { chaosMerchants, chaosOperation, mixSeed } from './chaosOperation.js';
+import { createChaosEngines, type ChaosEngines } from './createChaosEngines.js';
 import { createChaosTally } from './createChaosTally.js';
-import { loadChaosProvider, providerModuleUrl } from './loadChaosProvider.js';
+import { addGroupCommitCounts, emptyGroupCommitCounts } from './countGroupCommit.js';
+import {
+  loadChaosProvider,
+  providerModuleUrl,
+  type LoadedChaosProvider,
+} from './loadChaosProvider.js';
 import { reconcile } from './reconcile.js';
 import {
   resolveChaosOptions,
@@ -45,6 +51,11 @@ const LEASE_MARGIN_MS = 250;
  * settled one; its client, coming back, is answered 410 from the stored outcome, and the
  * reconciler checks that the provider never charged it.
  *
+ * The clients of each process (a worker, or this one) share that process's engines, as the calls
+ * of one server would (see {@link createChaosEngines}): group commit batches their claims and
+ * completions, and a client that finds a key in progress waits for it (or, in every other worker,
+ * is refused with a 409), woken by the holder's completion. The report counts both.
+ *
  * The provider server runs in this process; workers reach it over HTTP and PostgreSQL with their
  * own pools. Without `providerModule` they use the built-in HTTP adapter; see
  * {@link ChaosProviderModule} to run your own adapter instead.
@@ -68,7 +79,25 @@ export async function runChaos(options: ChaosOptions): Promise<ChaosReport> {
       idempotencyWindowMs: o.idempotencyWindowMs,
     });
     try {
-      return await runAgainst(o, pool, server, startedAt);
+      const moduleUrl =
+        o.providerModule === undefined ? undefined : providerModuleUrl(o.providerModule);
+      const loaded = await loadChaosProvider(moduleUrl, server.url);
+      // The harness's own clients (in process, and every client's return visit) share these.
+      const engines = await createChaosEngines({
+        pool,
+        databaseUrl: o.databaseUrl,
+        provider: loaded.provider,
+        schema: o.schema,
+        leaseMs: o.leaseMs,
+        providerTimeoutMs: o.providerTimeoutMs,
+        waitMs: o.waitMs,
+        clientsWait: true,
+      });
+      try {
+        return await runAgainst(o, pool, server, startedAt, { moduleUrl, loaded, engines });
+      } finally {
+        await engines.close();
+      }
     } finally {
       restoreWallClock();
       await server.close();
@@ -78,17 +107,22 @@ export async function runChaos(options: ChaosOptions): Promise<ChaosReport> {
   }
 }
 
+/** The provider the harness loaded, and the engines its own clients share. */
+type HarnessClients = {
+  moduleUrl: string | undefined;
+  loaded: LoadedChaosProvider;
+  engines: ChaosEngines;
+};
+
 async function runAgainst(
   o: ResolvedChaosOptions,
   pool: PgPoolLike,
   server: FakeProviderServer,
   startedAt: number,
+  { moduleUrl, loaded, engines }: HarnessClients,
 ): Promise<ChaosReport> {
   // Random, not seeded: a replay with the same seed must not collide with the earlier run's keys.
   const runId = randomBytes(4).toString('hex');
-  const moduleUrl =
-    o.providerModule === undefined ? undefined : providerModuleUrl(o.providerModule);
-  const loaded = await loadChaosProvider(moduleUrl, server.url);
   const tally = createChaosTally(o.charges);
   let kills = 0;
   let phase: ChaosProgress['phase'] = 'charging';
@@ -127,9 +161,10 @@ async function runAgainst(
     stallRate: o.stallRate,
     clockStepRate: o.clockStepRate,
     abandonRate: o.abandonRate,
+    duplicateRate: o.duplicateRate,
   };
   const everyOperation = Array.from({ length: o.charges }, (_, i) => i);
-  let fleet = { processesKilled: 0, processesStarted: 0 };
+  let fleet = { processesKilled: 0, processesStarted: 0, groupCommit: emptyGroupCommitCounts() };
   // A sweeper and a reaper run while the clients charge: they take over keys whose lease ran
   // out under a stalled attempt, and reap keys clients may still retry.
   const recovery = createChargeEngine({
@@ -155,8 +190,7 @@ async function runAgainst(
         {
           ...client,
           ...faultRates,
-          pool,
-          provider: loaded.provider,
+          engines,
           random: seededRandom(mixSeed(o.seed, STREAM.inProcess)),
         },
         everyOperation,
@@ -172,6 +206,7 @@ async function runAgainst(
           ...faultRates,
           databaseUrl: o.databaseUrl,
           poolSize: o.poolSize,
+          waitMs: o.waitMs,
           providerBaseUrl: server.url,
           providerModuleUrl: moduleUrl ?? null,
         },
@@ -218,12 +253,12 @@ async function runAgainst(
   report();
   const returning = {
     ...client,
-    pool,
-    provider: loaded.provider,
+    engines,
     crashRate: 0,
     stallRate: 0,
     clockStepRate: 0,
     abandonRate: 0,
+    duplicateRate: 0,
     random: seededRandom(mixSeed(o.seed, STREAM.returning)),
   };
   await runOperations(returning, tally.unsettled(), sink);
@@ -270,6 +305,8 @@ async function runAgainst(
   const violations = reconciled.violations;
   const counts = tally.counts();
   const stats = server.stats();
+  const groupCommit = engines.counts();
+  addGroupCommitCounts(groupCommit, fleet.groupCommit);
   const unsettled = tally.unsettled().map((op) => {
     const { key, request } = chaosOperation(runId, o.seed, op);
     return { merchantId: request.merchantId, key, lastError: tally.lastError(op) };
@@ -288,6 +325,8 @@ async function runAgainst(
       stallRate: o.stallRate,
       clockStepRate: o.clockStepRate,
       abandonRate: o.abandonRate,
+      duplicateRate: o.duplicateRate,
+      waitMs: o.waitMs,
       outageRate: loaded.ledger ? 0 : o.outageRate,
       outageMs: o.outageMs,
       retentionMs: o.retentionMs,
@@ -309,6 +348,9 @@ async function runAgainst(
     abandoned: counts.abandoned,
     attempts: counts.attempts,
     retries: counts.retries,
+    duplicates: counts.duplicates,
+    groupCommit,
+    waits: counts.waits,
     retryableErrors: counts.retryableErrors,
     crashes: counts.crashes,
     stalls: counts.stalls,

@@ -1,33 +1,18 @@
-import type { PgPoolLike } from '../store/pgPoolLike.js';
-import { createChargeEngine } from '../engine/createChargeEngine.js';
-import {
-  ChargeNeedsAttentionError,
-  ChargeOnceError,
-  IdempotencyKeyExpiredError,
-  IdempotencyKeyInUseError,
-  ProviderAnswerInvalidError,
-  ProviderError,
-  ProviderUnavailableError,
-  SimulatedCrashError,
-  StoreUnavailableError,
-} from '../errors.js';
-import {
-  declaredTraits,
-  type PaymentProvider,
-  type ProviderCharge,
-} from '../provider/PaymentProvider.js';
-import type { CrashPoint } from '../engine/types.js';
-import type { ChaosOperation } from './chaosOperation.js';
-import { createCrashInjector } from './createCrashInjector.js';
-import type { OperationSink, TerminalStatus } from './OperationSink.js';
-import { stepWallClock } from './wallClock.js';
+import { IdempotencyKeyInUseError } from '../errors.js';
 import { pause } from '../pause.js';
+import type { ChaosOperation } from './chaosOperation.js';
+import { classifyAttemptError } from './classifyAttemptError.js';
+import type { ChaosEngines } from './createChaosEngines.js';
+import { createCrashInjector } from './createCrashInjector.js';
+import type { OperationSink } from './OperationSink.js';
+import { sendDuplicate } from './sendDuplicate.js';
+import { stepWallClock } from './wallClock.js';
+import { watchAttempt } from './watchAttempt.js';
 
 /** What a chaos client needs to run operations. */
 export type ClientSettings = {
-  pool: PgPoolLike;
-  provider: PaymentProvider;
-  schema: string;
+  /** The engines of the client's process, shared by every attempt it makes. */
+  engines: ChaosEngines;
   leaseMs: number;
   providerTimeoutMs: number;
   crashRate: number;
@@ -36,19 +21,48 @@ export type ClientSettings = {
   /** The chance an attempt first steps this process's wall clock. */
   clockStepRate: number;
   abandonRate: number;
+  /** The chance an operation's request is also sent a second time, alongside its first attempt. */
+  duplicateRate: number;
   maxClientAttempts: number;
   random: () => number;
   /** Aborted when the client must stop at once (its process is shutting down). */
   signal?: AbortSignal;
 };
 
+/** How far apart an operation's first attempt and its second submission start, at most. */
+const DUPLICATE_SPREAD_MS = 10;
+
 /**
  * A client of one operation: calls `processCharge` with the operation's key and request until it
  * gets an outcome, retrying what may go differently next time, with the same key, as a real
- * client would; everything it sees goes to `sink`. Each attempt gets an engine of its own with
- * its own crash, like a new process serving the retry.
+ * client would; everything it sees goes to `sink`. Its attempts go through the engines its
+ * process shares with every other client (so they batch and wait with the others'), each with
+ * its own crash and stall points, which the engine's router gives to it by key. With
+ * `duplicateRate`, the request is also sent once more at about the same time, through the
+ * process's other engine, as a double tap landing on a second server would.
  */
 export async function runOperation(
+  settings: ClientSettings,
+  op: ChaosOperation,
+  sink: OperationSink,
+): Promise<void> {
+  let duplicate: Promise<void> | null = null;
+  if (settings.duplicateRate > 0 && settings.random() < settings.duplicateRate) {
+    // Either may go first: the one that claims holds the key while the other waits or is refused.
+    const lead = Math.floor(settings.random() * DUPLICATE_SPREAD_MS);
+    const duplicateFirst = settings.random() < 0.5;
+    duplicate = sendDuplicate(settings, op, sink, duplicateFirst ? 0 : lead);
+    if (duplicateFirst) await pause(lead, settings.signal);
+  }
+  try {
+    await runAttempts(settings, op, sink);
+  } finally {
+    // In a worker, what the duplicate saw must be sent before the worker reports itself idle.
+    await duplicate;
+  }
+}
+
+async function runAttempts(
   settings: ClientSettings,
   op: ChaosOperation,
   sink: OperationSink,
@@ -67,25 +81,20 @@ export async function runOperation(
       key: op.key,
       stalled: drawn.stall !== null,
       clockStepped,
+      duplicate: false,
     };
-    const probe = probeLookups(settings.provider);
-    const engine = createChargeEngine({
-      pool: settings.pool,
-      provider: probe.provider,
-      schema: settings.schema,
-      leaseMs: settings.leaseMs,
-      providerTimeoutMs: settings.providerTimeoutMs,
-      separateClaim: drawn.separateClaim,
-      ...(drawn.faults ? { faults: drawn.faults } : {}),
-    });
-    // The engine lives for this attempt only: what it borrowed from the pool goes back after.
-    const answer = engine.processCharge(op.key, op.request);
-    void answer.catch(() => undefined).finally(() => void engine.close().catch(() => undefined));
+    const shared = settings.engines.forAttempt(drawn.separateClaim);
+    const watch = watchAttempt(shared.waits);
     try {
-      const outcome = await answer;
-      const found = probe.found();
+      const outcome = await shared.router.run(
+        scoped,
+        { faults: drawn.faults, ...watch.route },
+        () => shared.engine.processCharge(op.key, op.request),
+      );
+      const found = watch.found();
       sink.attempt({
         ...scoped,
+        wait: watch.wait('outcome'),
         kind: 'outcome',
         status: outcome.status,
         replayed: outcome.replayed,
@@ -95,9 +104,10 @@ export async function runOperation(
       sink.ended({ op: op.index, result: 'settled', status: outcome.status, lastError });
       return;
     } catch (error) {
-      const retry = classify(error);
+      const wait = watch.wait(error instanceof IdempotencyKeyInUseError ? 'inUse' : 'error');
+      const retry = classifyAttemptError(error);
       if (retry.kind === 'terminal') {
-        sink.attempt({ ...scoped, ...retry });
+        sink.attempt({ ...scoped, wait, ...retry });
         sink.ended({
           op: op.index,
           result: 'settled',
@@ -107,11 +117,11 @@ export async function runOperation(
         return;
       }
       if (retry.kind === 'unexpected') {
-        sink.attempt({ ...scoped, ...retry });
+        sink.attempt({ ...scoped, wait, ...retry });
         sink.ended({ op: op.index, result: 'failed', status: null, lastError: retry.code });
         return;
       }
-      sink.attempt({ ...scoped, ...retry.event });
+      sink.attempt({ ...scoped, wait, ...retry.event });
       lastError = retry.event.kind === 'crash' ? 'simulated_crash' : retry.event.code;
       if (settings.random() < settings.abandonRate) {
         sink.ended({ op: op.index, result: 'abandoned', status: null, lastError });
@@ -124,57 +134,8 @@ export async function runOperation(
   sink.ended({ op: op.index, result: 'gaveUp', status: null, lastError });
 }
 
-type Classified =
-  | {
-      kind: 'retry';
-      event: { kind: 'crash'; point: CrashPoint } | { kind: 'retryable'; code: string };
-      retryAfterMs: number | null;
-    }
-  | { kind: 'terminal'; status: TerminalStatus; code: string }
-  | { kind: 'unexpected'; code: string; message: string };
-
 /** Wall-clock steps a client may make: an hour or a minute, either way. */
 const CLOCK_STEPS = [-3_600_000, -60_000, 60_000, 3_600_000] as const;
-
-/** The retryable outcomes of the issue: in use (409), provider or store unavailable (503), a crash. */
-function classify(error: unknown): Classified {
-  if (error instanceof SimulatedCrashError) {
-    return {
-      kind: 'retry',
-      event: { kind: 'crash', point: error.point as CrashPoint },
-      retryAfterMs: null,
-    };
-  }
-  if (
-    error instanceof IdempotencyKeyInUseError ||
-    error instanceof ProviderUnavailableError ||
-    error instanceof StoreUnavailableError
-  ) {
-    return {
-      kind: 'retry',
-      event: { kind: 'retryable', code: error.code },
-      retryAfterMs: error.retryAfterMs,
-    };
-  }
-  // The adapter refused an answer it could not parse: the key stays at `reserved`, and a retry
-  // asks the provider again.
-  if (error instanceof ProviderError) {
-    return { kind: 'retry', event: { kind: 'retryable', code: error.code }, retryAfterMs: null };
-  }
-  // The engine refused the provider's answer and parked the key: settled, for a person.
-  if (error instanceof ProviderAnswerInvalidError || error instanceof ChargeNeedsAttentionError) {
-    return { kind: 'terminal', status: 'parked', code: error.code };
-  }
-  if (error instanceof IdempotencyKeyExpiredError) {
-    return { kind: 'terminal', status: 'expired', code: error.code };
-  }
-  if (error instanceof ChargeOnceError) {
-    return { kind: 'unexpected', code: error.code, message: error.message };
-  }
-  const name = error instanceof Error ? error.name : typeof error;
-  const message = error instanceof Error ? error.message : String(error);
-  return { kind: 'unexpected', code: name, message };
-}
 
 /**
  * The server's `Retry-After` when it gave one (plus a little jitter, so clients told the same
@@ -183,21 +144,4 @@ function classify(error: unknown): Classified {
 function retryDelay(retryAfterMs: number | null, attempt: number, random: () => number): number {
   if (retryAfterMs !== null) return retryAfterMs + Math.floor(random() * 50);
   return Math.floor(random() * Math.min(500, 25 * 2 ** attempt));
-}
-
-/** Wraps a provider to see whether an attempt's lookup found a charge (an adoption). */
-function probeLookups(provider: PaymentProvider) {
-  let found: ProviderCharge | null = null;
-  return {
-    provider: {
-      ...declaredTraits(provider),
-      createCharge: (input, opts) => provider.createCharge(input, opts),
-      findCharge: async (providerKey, opts) => {
-        const charge = await provider.findCharge(providerKey, opts);
-        if (charge) found = charge;
-        return charge;
-      },
-    } satisfies PaymentProvider,
-    found: () => found,
-  };
 }

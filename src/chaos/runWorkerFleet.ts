@@ -1,4 +1,9 @@
 import type { ChildProcess } from 'node:child_process';
+import {
+  addGroupCommitCounts,
+  emptyGroupCommitCounts,
+  type GroupCommitCounts,
+} from './countGroupCommit.js';
 import { forkWorker } from './forkWorker.js';
 import type { OperationSink } from './OperationSink.js';
 import type { FromWorker, ToWorker, WorkerPlan } from './workerProtocol.js';
@@ -17,8 +22,12 @@ export type FleetOptions = {
   onKill?: () => void;
 };
 
-/** What the fleet went through. */
-export type FleetResult = { processesKilled: number; processesStarted: number };
+/** What the fleet went through, and how its claims and completions went on the wire. */
+export type FleetResult = {
+  processesKilled: number;
+  processesStarted: number;
+  groupCommit: GroupCommitCounts;
+};
 
 /** A kill lands this long after the settle that drew it, at most: a random moment, not a boundary. */
 const KILL_DELAY_MS = 250;
@@ -65,6 +74,8 @@ export function runWorkerFleet(options: FleetOptions): Promise<FleetResult> {
     let processesStarted = 0;
     let unexpectedExits = 0;
     let finished = false;
+    // The last counts each worker process sent: its running totals.
+    const groupCommit = new Map<ChildProcess, GroupCommitCounts>();
 
     const later = (ms: number, action: () => void) => {
       const timer = setTimeout(() => {
@@ -81,7 +92,9 @@ export function runWorkerFleet(options: FleetOptions): Promise<FleetResult> {
         for (const s of slots) s.child?.kill('SIGKILL');
         reject(error);
       } else {
-        resolve({ processesKilled, processesStarted });
+        const total = emptyGroupCommitCounts();
+        for (const counts of groupCommit.values()) addGroupCommitCounts(total, counts);
+        resolve({ processesKilled, processesStarted, groupCommit: total });
       }
     };
     const checkDone = () => {
@@ -129,6 +142,9 @@ export function runWorkerFleet(options: FleetOptions): Promise<FleetResult> {
           if (message.end.result === 'settled' && options.random() < options.killRate) {
             later(options.random() * KILL_DELAY_MS, killOne);
           }
+          return;
+        case 'groupCommit':
+          groupCommit.set(child, message.counts);
           return;
         case 'idle':
           if (child.connected) child.send({ type: 'close' } satisfies ToWorker);

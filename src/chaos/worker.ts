@@ -1,17 +1,19 @@
 // A chaos worker process, forked by the harness (runWorkerFleet) with an IPC channel. It runs the
-// operations it is given against PostgreSQL, with its own pool, and the fake provider over HTTP,
-// and reports every attempt. The harness may SIGKILL it at any moment: nothing here may depend on
-// finishing, which is the point.
+// operations it is given against PostgreSQL, with its own pool and engines, and the fake provider
+// over HTTP, and reports every attempt. The harness may SIGKILL it at any moment: nothing here may
+// depend on finishing, which is the point.
 import type { PgPoolLike } from '../store/pgPoolLike.js';
 import { seededRandom } from '../provider/seededRandom.js';
 import { createEnginePool } from '../store/resolvePool.js';
 import { mixSeed } from './chaosOperation.js';
+import { createChaosEngines, type ChaosEngines } from './createChaosEngines.js';
 import { loadChaosProvider } from './loadChaosProvider.js';
 import { runOperations } from './runOperations.js';
 import type { FromWorker, ToWorker, WorkerPlan } from './workerProtocol.js';
 
 const stopping = new AbortController();
 let pool: PgPoolLike | undefined;
+let engines: ChaosEngines | undefined;
 
 function send(message: FromWorker): void {
   // The parent may be gone; then there is nobody to tell.
@@ -24,29 +26,48 @@ async function run(plan: WorkerPlan): Promise<void> {
     plan.providerModuleUrl ?? undefined,
     plan.providerBaseUrl,
   );
+  const shared = await createChaosEngines({
+    pool,
+    databaseUrl: plan.databaseUrl,
+    provider,
+    schema: plan.schema,
+    leaseMs: plan.leaseMs,
+    providerTimeoutMs: plan.providerTimeoutMs,
+    waitMs: plan.waitMs,
+    // Workers take turns: in every other one the clients wait on keys in progress and second
+    // submissions are refused at once; in the others, the other way round.
+    clientsWait: plan.slot % 2 === 0,
+  });
+  engines = shared;
   send({ type: 'ready' });
   await runOperations(
     {
       ...plan,
-      pool,
-      provider,
+      engines: shared,
       random: seededRandom(mixSeed(plan.seed, plan.slot + 1, plan.generation + 1)),
       signal: stopping.signal,
     },
     plan.operations,
     {
       attempt: (event) => send({ type: 'attempt', event }),
-      ended: (end) => send({ type: 'ended', end }),
+      ended: (end) => {
+        send({ type: 'ended', end });
+        send({ type: 'groupCommit', counts: shared.counts() });
+      },
     },
   );
+  send({ type: 'groupCommit', counts: shared.counts() });
   send({ type: 'idle' });
 }
 
-/** Lets the process end on its own: no pool, no IPC channel, no client loops left. */
+/** Lets the process end on its own: no engines, no pool, no IPC channel, no client loops left. */
 async function shutDown(): Promise<void> {
   stopping.abort();
+  const closing = engines;
   const ending = pool;
+  engines = undefined;
   pool = undefined;
+  await closing?.close().catch(() => undefined);
   await ending?.end().catch(() => undefined);
   if (process.connected) process.disconnect();
 }

@@ -1,3 +1,4 @@
+import type { GroupCommitCounts } from './countGroupCommit.js';
 import type { AttemptEvent, OperationEnd } from './OperationSink.js';
 
 /** What a worker process is told to do: everything it needs, as plain JSON. */
@@ -14,6 +15,9 @@ export type WorkerPlan = {
   stallRate: number;
   clockStepRate: number;
   abandonRate: number;
+  duplicateRate: number;
+  /** How long this worker's waiting engine waits on a key in progress; `0`: none waits. */
+  waitMs: number;
   poolSize: number;
   leaseMs: number;
   providerTimeoutMs: number;
@@ -29,12 +33,15 @@ export type WorkerPlan = {
 export type ToWorker = { type: 'start'; plan: WorkerPlan } | { type: 'close' };
 
 /**
- * Worker → parent. `ready`: the pool and provider are up, charges start; `idle`: every operation
- * of the plan ended; `error`: the worker could not start.
+ * Worker → parent. `ready`: the pool and provider are up, charges start; `groupCommit`: how the
+ * worker's claims and completions went on the wire so far (sent as operations end, so a killed
+ * worker's counts are lost only since its last); `idle`: every operation of the plan ended;
+ * `error`: the worker could not start.
  */
 export type FromWorker =
   | { type: 'ready' }
   | { type: 'attempt'; event: AttemptEvent }
   | { type: 'ended'; end: OperationEnd }
+  | { type: 'groupCommit'; counts: GroupCommitCounts }
   | { type: 'idle' }
   | { type: 'error'; message: string };

@@ -31,8 +31,8 @@ Options:
   --late-retry-rate P       per settled charge, chance its client comes back after the reaper
                             (default: 0.05)
   --sweep-every-ms MS       background sweeper and reaper period; 0 for none (default: 250)
-  --pool-size N             connections per process; below --concurrency makes attempts wait
-                            for one (default: concurrency + 2)
+  --pool-size N             connections per process; below --concurrency, claims and completions
+                            wait for one and batch (default: concurrency / 4, at least 3)
   --hang-rate P             provider: hang without charging (default: 0.01)
   --error-rate P            provider: 5xx, half before and half after charging (default: 0.04)
   --reset-rate P            provider: charge, then reset the connection (default: 0.02)

@@ -1,4 +1,5 @@
 import type { ChaosReport } from '../chaos/ChaosReport.js';
+import type { BatchCounts } from '../chaos/countGroupCommit.js';
 import type { Violation } from '../chaos/reconcile.js';
 
 /** How many violations, unexpected errors and unsettled operations are spelled out. */
@@ -14,13 +15,18 @@ export function renderChaosReport(report: ChaosReport): string[] {
     '',
   ];
   const row = (label: string, value: number | string, detail = '') =>
-    lines.push(`  ${label.padEnd(18)} ${String(value).padStart(7)}   ${detail}`.trimEnd());
+    lines.push(`  ${label.padEnd(20)} ${String(value).padStart(7)}   ${detail}`.trimEnd());
 
   row('charges settled', report.settled, `of ${report.charges}: ${list(report.outcomes)}`);
   row(
     'attempts',
     report.attempts,
     `retries ${report.retries}${nonEmpty(report.retryableErrors, (s) => ` (${s})`)}`,
+  );
+  row(
+    'second submissions',
+    report.duplicates,
+    c.waitMs > 0 ? 'sent alongside a first attempt, through the other in-progress policy' : '',
   );
   row('crashes injected', report.crashes.total, list(report.crashes.byPoint));
   row('stalls injected', report.stalls, 'attempts set to stall past their lease');
@@ -37,6 +43,17 @@ export function renderChaosReport(report: ChaosReport): string[] {
     row('provider faults', sum(report.providerFaults), list(report.providerFaults));
   }
   row('provider charges', report.providerCharges);
+  const { claims, completions } = report.groupCommit;
+  row('batched claims', claims.batches, batchDetail(claims));
+  row('batched completions', completions.batches, batchDetail(completions));
+  const { waited, woken, answered, timedOut, failed } = report.waits;
+  row(
+    'waits on keys',
+    waited,
+    c.waitMs > 0
+      ? `up to ${c.waitMs} ms: woken by a notification ${woken}, answered otherwise ${answered}, timed out (409) ${timedOut}, failed ${failed}`
+      : 'no engine waits (waitMs 0)',
+  );
   row('replays', report.replays);
   row(
     'adoptions',
@@ -87,6 +104,12 @@ export function renderChaosReport(report: ChaosReport): string[] {
       : `FAILED: replay the same requests and fault rates with --seed ${report.seed}.`,
   );
   return lines;
+}
+
+/** A hot statement's batches: what they carried, and the statements that went alone. */
+function batchDetail(counts: BatchCounts): string {
+  const mean = counts.batches === 0 ? 0 : counts.batchedKeys / counts.batches;
+  return `statements of several keys: ${counts.batchedKeys} keys, ${mean.toFixed(1)} per batch, largest ${counts.largest}; ${counts.alone} alone`;
 }
 
 function describe(v: Violation): string {

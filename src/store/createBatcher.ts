@@ -1,3 +1,35 @@
+/**
+ * Batches in flight, counted across the batchers that share one pool: a batch goes out only
+ * while one is free, and a batcher that found none is told when one is.
+ */
+export type SharedSlots = {
+  take(): boolean;
+  give(): void;
+  whenFree(retry: () => void): void;
+};
+
+/** `max` slots, shared by whoever is given them. */
+export function createSharedSlots(max: number): SharedSlots {
+  let used = 0;
+  let waiting: Array<() => void> = [];
+  return {
+    take: () => {
+      if (used >= max) return false;
+      used += 1;
+      return true;
+    },
+    give: () => {
+      used -= 1;
+      const retries = waiting;
+      waiting = [];
+      for (const retry of retries) retry();
+    },
+    whenFree: (retry) => {
+      if (!waiting.includes(retry)) waiting.push(retry);
+    },
+  };
+}
+
 /** One call waiting for its batch. */
 type Waiting<I, O> = { input: I; resolve: (output: O) => void; reject: (error: unknown) => void };
 
@@ -15,6 +47,8 @@ export type BatchRunner<I, O> = {
    * flight keep both its group flush and this one busy.
    */
   maxInFlight: number;
+  /** Slots shared with other batchers of the pool; when given, they bound it, not `maxInFlight`. */
+  slots?: SharedSlots;
   /**
    * True for a failure that sending the inputs one at a time would only repeat (PostgreSQL out of
    * reach): every input of the batch gets it. Any other failure of a batch (one input breaking a
@@ -31,7 +65,7 @@ export type BatchRunner<I, O> = {
  */
 export function createBatcher<I, O>(runner: BatchRunner<I, O>): (input: I) => Promise<O> {
   let queue: Waiting<I, O>[] = [];
-  let inFlight = 0;
+  const slots = runner.slots ?? createSharedSlots(runner.maxInFlight);
 
   const settle = (batch: Waiting<I, O>[], sent: Promise<O[]>): Promise<void> =>
     sent.then(
@@ -46,7 +80,11 @@ export function createBatcher<I, O>(runner: BatchRunner<I, O>): (input: I) => Pr
     );
 
   const flush = (): void => {
-    if (inFlight >= runner.maxInFlight || queue.length === 0) return;
+    if (queue.length === 0) return;
+    if (!slots.take()) {
+      slots.whenFree(flush);
+      return;
+    }
     const batch: Waiting<I, O>[] = [];
     const rest: Waiting<I, O>[] = [];
     const taken = new Set<string>();
@@ -60,13 +98,12 @@ export function createBatcher<I, O>(runner: BatchRunner<I, O>): (input: I) => Pr
       }
     }
     queue = rest;
-    inFlight += 1;
     const sent =
       batch.length === 1
         ? runner.one((batch[0] as Waiting<I, O>).input).then((output) => [output])
         : runner.many(batch.map((w) => w.input));
     void settle(batch, sent).finally(() => {
-      inFlight -= 1;
+      slots.give();
       flush();
     });
   };

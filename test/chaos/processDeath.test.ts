@@ -23,6 +23,8 @@ describe('process death', { timeout: 120_000 }, () => {
       killRate: 0.02,
       crashRate: 0.1,
       abandonRate: 0.1,
+      // Many second submissions, so that waits on keys in progress surely happen.
+      duplicateRate: 0.2,
       // Short leases, so what a killed worker held is free again soon.
       leaseMs: 1_000,
       providerTimeoutMs: 500,
@@ -49,5 +51,18 @@ describe('process death', { timeout: 120_000 }, () => {
     expect(report.sweep.examined + report.background.sweep.examined).toBeGreaterThan(0);
     // The provider's ledger is no larger than the number of keys: no key charged twice.
     expect(report.providerCharges).toBeLessThanOrEqual(charges);
+    // Each worker's clients shared its engines: their claims and completions went out in batches
+    // of several keys (group commit)...
+    const { claims, completions } = report.groupCommit;
+    expect(claims.batches + completions.batches).toBeGreaterThan(0);
+    expect(Math.max(claims.largest, completions.largest)).toBeGreaterThan(1);
+    // ...and waited on each other's keys: woken by the holder's completion, or timed out into a
+    // 409; in the other worker, or for the other submission, refused at once.
+    expect(report.duplicates).toBeGreaterThan(0);
+    expect(report.waits.woken).toBeGreaterThan(0);
+    expect(report.waits.timedOut).toBeGreaterThan(0);
+    expect(report.retryableErrors.idempotency_key_in_use ?? 0).toBeGreaterThan(
+      report.waits.timedOut,
+    );
   });
 });

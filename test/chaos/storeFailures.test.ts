@@ -10,6 +10,7 @@ import {
   type ChargeEngine,
 } from '../../src/index.js';
 import { createFakeProvider, reconcile, type ObservedResponse } from '../../src/testing/index.js';
+import { countGroupCommit } from '../../src/chaos/countGroupCommit.js';
 import {
   startEmbeddedPostgres,
   type EmbeddedServer,
@@ -95,10 +96,13 @@ describe('PostgreSQL restarts in the middle of a run', () => {
 
   it('errors surface as StoreUnavailableError, retries succeed, nothing is lost', async () => {
     await migrate(server.adminUrl);
-    const pool = await createEnginePool(server.adminUrl, { maximumPoolSize: 8 });
+    // Fewer connections than clients: their claims and completions go out in batches, so the
+    // restart cuts batches in flight too.
+    const pool = await createEnginePool(server.adminUrl, { maximumPoolSize: 2 });
+    const counted = countGroupCommit(pool, 'chargeonce');
     const provider = createFakeProvider({ dedupe: false });
     const engine: ChargeEngine = createChargeEngine({
-      pool,
+      pool: counted.pool,
       provider,
       leaseMs: 1_000,
       providerTimeoutMs: 500,
@@ -157,6 +161,9 @@ describe('PostgreSQL restarts in the middle of a run', () => {
     });
     expect(report.violations).toEqual([]);
     expect(provider.ledger()).toHaveLength(150);
+    const { claims, completions } = counted.counts();
+    expect(claims.batches + completions.batches).toBeGreaterThan(0);
+    await engine.close();
     await pool.end();
   }, 120_000);
 });

@@ -29,6 +29,7 @@ describe('time faults', { timeout: 180_000 }, () => {
       outageMs: 1_500,
       retentionMs: 300,
       lateRetryRate: 0.3,
+      duplicateRate: 0.2,
       sweepEveryMs: 100,
       poolSize: 4,
       providerFaults: { ...DEFAULT_PROVIDER_FAULTS, wrongAmount: 0.06, malformed: 0.06 },
@@ -54,5 +55,11 @@ describe('time faults', { timeout: 180_000 }, () => {
     expect(report.late.expired).toBeGreaterThan(0);
     expect(report.parked.length).toBeGreaterThan(0);
     expect(report.outcomes.parked).toBeGreaterThan(0);
+    // Through all of it the clients shared the harness's engines: claims or completions went out
+    // in batches, and waits on keys in progress were woken by the holders' completions.
+    expect(
+      report.groupCommit.claims.batches + report.groupCommit.completions.batches,
+    ).toBeGreaterThan(0);
+    expect(report.waits.woken).toBeGreaterThan(0);
   });
 });

@@ -1,0 +1,103 @@
+import { createChargeEngine, type ChargeEngine } from '../engine/createChargeEngine.js';
+import type { PaymentProvider } from '../provider/PaymentProvider.js';
+import type { PgPoolLike } from '../store/pgPoolLike.js';
+import { createAttemptRouter, type AttemptRouter } from './createAttemptRouter.js';
+import { countGroupCommit, type GroupCommitCounts } from './countGroupCommit.js';
+import { listenForWakeUps } from './listenForWakeUps.js';
+
+/** What the engines of one chaos process are made with. */
+export type ChaosEngineSettings = {
+  /** The process's node-postgres pool: every engine shares it (group commit needs one). */
+  pool: PgPoolLike;
+  /** The same database, for the harness's own listener (see `listenForWakeUps`). */
+  databaseUrl: string;
+  provider: PaymentProvider;
+  schema: string;
+  leaseMs: number;
+  providerTimeoutMs: number;
+  /** How long a waiting engine waits on a key in progress; `0`: no engine waits. */
+  waitMs: number;
+  /**
+   * True: this process's clients wait on keys in progress and its second submissions are
+   * rejected at once; false: the other way round.
+   */
+  clientsWait: boolean;
+};
+
+/** An engine shared by the attempts of a process, with the router that tells them apart. */
+export type SharedEngine = {
+  engine: ChargeEngine;
+  router: AttemptRouter;
+  /** `inProgress: { waitMs }` (else `'reject'`). */
+  waits: boolean;
+};
+
+/** The engines of one chaos process (a worker, or the harness itself). */
+export type ChaosEngines = {
+  /**
+   * The engine for a client's attempt: the shared one, or, for an attempt that commits its claim
+   * on its own (`separateClaim`, an engine option), the one shared by those attempts.
+   */
+  forAttempt(separateClaim: boolean): SharedEngine;
+  /** The engine for a second submission of a request: another server, with the other policy. */
+  forDuplicate(): SharedEngine;
+  /** How this process's claims and completions went on the wire so far. */
+  counts(): GroupCommitCounts;
+  /** Closes the engines and the listener; the pool stays open (it is the caller's). */
+  close(): Promise<void>;
+};
+
+/**
+ * Creates the engines of one chaos process. Every attempt of the process goes through one of a
+ * few engines that live as long as the process, so concurrent attempts batch their claims and
+ * completions (group commit, the engines' default on a node-postgres pool) and wait on each
+ * other's keys (`inProgress`), as the calls of one server would; the faults each attempt draws
+ * reach it through the engine's router, by key. Engines are made when first asked for:
+ *
+ * - the shared engine, which most attempts use;
+ * - one like it whose claims commit on their own (`separateClaim`), for the attempts that draw
+ *   it: the option is the engine's, and only such attempts can crash with a key at `started`;
+ * - one with the other in-progress policy, for second submissions of a request.
+ */
+export async function createChaosEngines(settings: ChaosEngineSettings): Promise<ChaosEngines> {
+  const counted = countGroupCommit(settings.pool, settings.schema);
+  const made = new Map<string, SharedEngine>();
+  const make = (separateClaim: boolean, waits: boolean): SharedEngine => {
+    const name = `${separateClaim ? 'separate' : 'joint'}/${waits ? 'wait' : 'reject'}`;
+    let shared = made.get(name);
+    if (!shared) {
+      const router = createAttemptRouter(settings.provider);
+      const engine = createChargeEngine({
+        pool: counted.pool,
+        provider: router.provider,
+        schema: settings.schema,
+        leaseMs: settings.leaseMs,
+        providerTimeoutMs: settings.providerTimeoutMs,
+        separateClaim,
+        inProgress: waits ? { waitMs: settings.waitMs } : 'reject',
+        faults: router.faults,
+        onEvent: router.onEvent,
+      });
+      made.set(name, (shared = { engine, router, waits }));
+    }
+    return shared;
+  };
+  const clientsWait = settings.waitMs > 0 && settings.clientsWait;
+  const duplicatesWait = settings.waitMs > 0 && !settings.clientsWait;
+  const listener =
+    settings.waitMs > 0
+      ? await listenForWakeUps(settings.databaseUrl, settings.schema, (woken) => {
+          for (const shared of made.values()) if (shared.waits) shared.router.notified(woken);
+        })
+      : null;
+
+  return {
+    forAttempt: (separateClaim) => make(separateClaim, clientsWait),
+    forDuplicate: () => make(false, duplicatesWait),
+    counts: counted.counts,
+    close: async () => {
+      await Promise.all([...made.values()].map((shared) => shared.engine.close()));
+      await listener?.close();
+    },
+  };
+}

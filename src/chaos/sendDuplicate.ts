@@ -1,0 +1,57 @@
+import { IdempotencyKeyInUseError } from '../errors.js';
+import { pause } from '../pause.js';
+import type { ChaosOperation } from './chaosOperation.js';
+import { classifyAttemptError } from './classifyAttemptError.js';
+import type { OperationSink } from './OperationSink.js';
+import type { ClientSettings } from './runOperation.js';
+import { watchAttempt } from './watchAttempt.js';
+
+/**
+ * Sends an operation's request a second time, `delayMs` from now, through the process's engine
+ * for second submissions (the other in-progress policy): a double tap, or a load balancer's
+ * retry that reached another server while the first was at work. It runs with no faults of its
+ * own and never retries; what it gets goes to `sink` like any attempt (its outcome is checked
+ * against the stored one like any other), but it never ends the operation: its client does.
+ */
+export async function sendDuplicate(
+  settings: ClientSettings,
+  op: ChaosOperation,
+  sink: OperationSink,
+  delayMs: number,
+): Promise<void> {
+  await pause(delayMs, settings.signal);
+  if (settings.signal?.aborted) return;
+  const shared = settings.engines.forDuplicate();
+  const watch = watchAttempt(shared.waits);
+  const scoped = {
+    op: op.index,
+    merchantId: op.request.merchantId,
+    key: op.key,
+    stalled: false,
+    clockStepped: false,
+    duplicate: true,
+  };
+  try {
+    const outcome = await shared.router.run(scoped, watch.route, () =>
+      shared.engine.processCharge(op.key, op.request),
+    );
+    sink.attempt({
+      ...scoped,
+      wait: watch.wait('outcome'),
+      kind: 'outcome',
+      status: outcome.status,
+      replayed: outcome.replayed,
+      // Adoptions are counted for the operation's own client.
+      adopted: false,
+      body: outcome.body,
+    });
+  } catch (error) {
+    const wait = watch.wait(error instanceof IdempotencyKeyInUseError ? 'inUse' : 'error');
+    const classified = classifyAttemptError(error);
+    sink.attempt({
+      ...scoped,
+      wait,
+      ...(classified.kind === 'retry' ? classified.event : classified),
+    });
+  }
+}
