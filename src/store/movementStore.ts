@@ -2,7 +2,6 @@ import { sql, type CommonQueryMethods } from 'slonik';
 import {
   flag,
   integer,
-  nowPlusMs,
   nullable,
   oneOf,
   RECOVERY_POINTS,
@@ -15,6 +14,7 @@ import { movementStatements } from './movementStatements.js';
 import type { PgPoolLike } from './pgPoolLike.js';
 import { rawQuery } from './rawQuery.js';
 import type { Tables } from './tables.js';
+import { takeOverUpdate } from './takeOverKey.js';
 
 export const MOVEMENT_KINDS = ['refund', 'capture'] as const;
 /** What a movement does to its charge. */
@@ -187,20 +187,7 @@ export async function takeOverMovement(
   scoped: ScopedKey & { requestHash: string; lockToken: string; leaseMs: number },
 ): Promise<TakenMovement | null> {
   const result = await db.query(sql.unsafe`
-    WITH taken AS (
-      UPDATE ${tables.keys}
-      SET lock_token = ${scoped.lockToken}::uuid,
-          locked_until = ${nowPlusMs(scoped.leaseMs)},
-          attempts = attempts + 1,
-          updated_at = now()
-      WHERE merchant_id = ${scoped.merchantId}
-        AND operation = ${scoped.operation}
-        AND key = ${scoped.key}
-        AND request_hash = ${scoped.requestHash}
-        AND recovery_point IN ('started', 'reserved')
-        AND (lock_token IS NULL OR locked_until <= now())
-      RETURNING merchant_id, charge_id, attempts
-    )
+    WITH taken AS (${takeOverUpdate(tables, scoped)})
     SELECT t.charge_id::text AS movement_id, t.attempts, ${heldColumns}
     FROM taken t
     JOIN ${tables.movements} m ON m.merchant_id = t.merchant_id AND m.id = t.charge_id

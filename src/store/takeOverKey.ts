@@ -1,5 +1,5 @@
 import { z } from 'zod';
-import { sql, type CommonQueryMethods } from 'slonik';
+import { sql, type CommonQueryMethods, type FragmentSqlToken } from 'slonik';
 import { nowPlusMs, RECOVERY_POINTS, type ScopedKey } from './keyState.js';
 import {
   reservationColumns,
@@ -29,6 +29,30 @@ const takenRow = z.object({
 });
 
 /**
+ * The UPDATE that takes a key over (for a `taken` CTE): a new lock token and lease, one more
+ * attempt, only when the key is unfinished, for this request, and its lease ran out or was
+ * released. Returns the key's merchant, recovery point, guarded id and attempts.
+ */
+export function takeOverUpdate(
+  tables: Tables,
+  scoped: ScopedKey & { requestHash: string; lockToken: string; leaseMs: number },
+): FragmentSqlToken {
+  return sql.fragment`
+    UPDATE ${tables.keys}
+    SET lock_token = ${scoped.lockToken}::uuid,
+        locked_until = ${nowPlusMs(scoped.leaseMs)},
+        attempts = attempts + 1,
+        updated_at = now()
+    WHERE merchant_id = ${scoped.merchantId}
+      AND operation = ${scoped.operation}
+      AND key = ${scoped.key}
+      AND request_hash = ${scoped.requestHash}
+      AND recovery_point IN ('started', 'reserved')
+      AND (lock_token IS NULL OR locked_until <= now())
+    RETURNING merchant_id, recovery_point, charge_id, attempts`;
+}
+
+/**
  * Takes over an unfinished key whose lease ran out or was released, with a new lock token
  * (fencing: the previous holder's token no longer matches, so it can write nothing more).
  * Returns null when another attempt took it first or it completed meanwhile.
@@ -39,20 +63,7 @@ export async function takeOverKey(
   scoped: ScopedKey & { requestHash: string; lockToken: string; leaseMs: number },
 ): Promise<TakenKey | null> {
   const row = await db.maybeOne(sql.type(takenRow)`
-    WITH taken AS (
-      UPDATE ${tables.keys}
-      SET lock_token = ${scoped.lockToken}::uuid,
-          locked_until = ${nowPlusMs(scoped.leaseMs)},
-          attempts = attempts + 1,
-          updated_at = now()
-      WHERE merchant_id = ${scoped.merchantId}
-        AND operation = ${scoped.operation}
-        AND key = ${scoped.key}
-        AND request_hash = ${scoped.requestHash}
-        AND recovery_point IN ('started', 'reserved')
-        AND (lock_token IS NULL OR locked_until <= now())
-      RETURNING merchant_id, recovery_point, charge_id, attempts
-    )
+    WITH taken AS (${takeOverUpdate(tables, scoped)})
     SELECT t.recovery_point, t.charge_id::text AS charge_id, t.attempts, c.provider_key,
       ${reservationSelect}
     FROM taken t
