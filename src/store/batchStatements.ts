@@ -1,4 +1,5 @@
 import {
+  LEASE_COLUMNS,
   perSchema,
   prepared,
   WAITERS_CHANNEL,
@@ -29,9 +30,7 @@ function claimText(keys: string, charges: string): string {
           metadata, provider_key, authorized_only, n)
     ), existing AS (
       SELECT i.n, k.request_hash, k.recovery_point, k.charge_id::text AS charge_id,
-        (k.lock_token IS NOT NULL AND k.locked_until > now()) AS lease_held,
-        GREATEST(0, ceil(extract(epoch FROM (k.locked_until - now())) * 1000))::int4
-          AS lease_remaining_ms,
+        ${LEASE_COLUMNS},
         k.attempts, k.response_status, k.response_body, c.status AS charge_status,
         c.provider_key, c.provider_charge_id,
         CASE WHEN k.request_hash IS DISTINCT FROM i.request_hash THEN k.request END

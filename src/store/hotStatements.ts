@@ -1,6 +1,14 @@
 import { createHash } from 'node:crypto';
 import type { Tables } from './tables.js';
 
+/**
+ * Whether another attempt's lease still holds the key `k`, and for how long, by PostgreSQL's
+ * clock: the columns every claim returns for an existing key.
+ */
+export const LEASE_COLUMNS = `(k.lock_token IS NOT NULL AND k.locked_until > now()) AS lease_held,
+  GREATEST(0, ceil(extract(epoch FROM (k.locked_until - now())) * 1000))::int4
+    AS lease_remaining_ms`;
+
 /** A statement node-postgres prepares once per connection under `name`. */
 export type PreparedStatement = { name: string; text: string };
 
@@ -33,9 +41,7 @@ function claimText(keys: string, charges: string): string {
   return `
     WITH existing AS (
       SELECT k.request_hash, k.recovery_point, k.charge_id::text AS charge_id,
-        (k.lock_token IS NOT NULL AND k.locked_until > now()) AS lease_held,
-        GREATEST(0, ceil(extract(epoch FROM (k.locked_until - now())) * 1000))::int4
-          AS lease_remaining_ms,
+        ${LEASE_COLUMNS},
         k.attempts, k.response_status, k.response_body, c.status AS charge_status,
         c.provider_key, c.provider_charge_id,
         CASE WHEN k.request_hash IS DISTINCT FROM $4::text THEN k.request END AS stored_request

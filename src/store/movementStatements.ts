@@ -1,4 +1,10 @@
-import { perSchema, prepared, waiterPayloadSql, WAITERS_CHANNEL } from './hotStatements.js';
+import {
+  LEASE_COLUMNS,
+  perSchema,
+  prepared,
+  waiterPayloadSql,
+  WAITERS_CHANNEL,
+} from './hotStatements.js';
 import type { PreparedStatement } from './hotStatements.js';
 import type { Tables } from './tables.js';
 
@@ -24,9 +30,7 @@ function claimText(keys: string, charges: string, movements: string): string {
   return `
     WITH existing AS (
       SELECT k.request_hash, k.recovery_point, k.charge_id::text AS charge_id,
-        (k.lock_token IS NOT NULL AND k.locked_until > now()) AS lease_held,
-        GREATEST(0, ceil(extract(epoch FROM (k.locked_until - now())) * 1000))::int4
-          AS lease_remaining_ms,
+        ${LEASE_COLUMNS},
         k.attempts, k.response_status, k.response_body, m.status AS movement_status,
         m.provider_movement_id,
         CASE WHEN k.request_hash IS DISTINCT FROM $4::text THEN k.request END AS stored_request
