@@ -28,7 +28,8 @@ export function createMetricsSummary(): { meter: Meter; summarize(): Promise<str
         if (name.startsWith('chargeonce.keys.')) continue;
         for (const point of metric.dataPoints as DataPoint<number>[]) {
           const labels = Object.entries(point.attributes)
-            .filter(([k]) => k !== 'chargeonce.operation')
+            // Charges go unnamed; refunds and captures say so.
+            .filter(([k, v]) => k !== 'chargeonce.operation' || v !== 'charge')
             .map(([k, v]) => `${k.replace('chargeonce.', '')}=${String(v)}`)
             .join(' ');
           lines.push(`${name}${labels ? ` {${labels}}` : ''}: ${point.value}`);

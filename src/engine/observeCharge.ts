@@ -19,6 +19,10 @@ export function chargeAttributes(
 /**
  * One `processCharge` under its span (`chargeonce.process_charge`), with its outcome counted and
  * its end-to-end duration recorded (with the error code when it failed).
+ *
+ * A replay is one statement, so everything here is on its hot path and kept to what the telemetry
+ * needs: the span is started and made active directly (no callback wrapped around the attempt), the
+ * outcome's attributes are set once, at the end, and without a tracer or a meter nothing is done.
  */
 export async function observeCharge(
   env: EngineEnv,
@@ -27,58 +31,83 @@ export async function observeCharge(
 ): Promise<ChargeOutcome> {
   const { observer } = env;
   const instruments = observer.instruments;
+  const span = observer.tracing
+    ? observer.startSpan('chargeonce.process_charge', chargeAttributes(env, scoped))
+    : null;
+  if (!span && !instruments) return run();
   const startedAt = performance.now();
-  const attributes = chargeAttributes(env, scoped);
   try {
-    const outcome = await observer.span('chargeonce.process_charge', attributes, async (span) => {
-      const answered = await run();
-      span?.setAttributes({
-        'chargeonce.outcome.status': answered.status,
-        'chargeonce.replayed': answered.replayed,
-      });
-      return answered;
+    const outcome = await (span ? observer.within(span, run) : run());
+    span?.setAttributes({
+      'chargeonce.outcome.status': outcome.status,
+      'chargeonce.replayed': outcome.replayed,
     });
-    if (instruments) {
-      instruments.outcome({
-        status: outcome.status,
-        replayed: outcome.replayed,
-        operation: env.operation,
-      });
-      instruments.processDuration((performance.now() - startedAt) / 1000, {
-        'chargeonce.operation': env.operation,
-        'chargeonce.outcome.status': outcome.status,
-      });
-    }
+    instruments?.charged(env.operation, outcome, (performance.now() - startedAt) / 1000);
     return outcome;
   } catch (error) {
-    instruments?.processDuration((performance.now() - startedAt) / 1000, {
-      'chargeonce.operation': env.operation,
-      'error.type': errorType(error),
-    });
+    const type = span ? observer.fail(span, error) : errorType(error);
+    instruments?.chargeFailed(env.operation, type, (performance.now() - startedAt) / 1000);
     throw error;
+  } finally {
+    span?.end();
   }
 }
 
-/** Runs one phase's database work under its span, recording its duration. */
+/** The statement of each phase, for its span's `db.operation.name`. */
+const PHASE_STATEMENT = { claim: 'INSERT', complete: 'UPDATE' } as const;
+
+/**
+ * Runs one phase's database work under its span, recording its duration.
+ *
+ * The span is made active only when a hook of the caller's runs inside the phase, so that the
+ * hook's own spans (its SQL, say) are its children. Otherwise the phase is one statement of ours,
+ * which group commit may share with other charges: no span inside it could belong to this charge
+ * alone, and the span stays a leaf, at no cost of context.
+ */
 export async function observePhase<T>(
   env: EngineEnv,
   phase: 'claim' | 'complete',
   scoped: { merchantId: string; key: string },
   work: () => Promise<T>,
 ): Promise<T> {
+  const { observer } = env;
+  const instruments = observer.instruments;
+  const span = observer.tracing
+    ? observer.startSpan(`chargeonce.${phase}`, phaseAttributes(env, phase, scoped))
+    : null;
+  if (!span && !instruments) return work();
   const startedAt = performance.now();
   try {
-    return await env.observer.span(
-      `chargeonce.${phase}`,
-      {
-        ...chargeAttributes(env, scoped),
-        'db.system.name': 'postgresql',
-        'db.collection.name': 'idempotency_keys',
-        'db.operation.name': phase === 'claim' ? 'INSERT' : 'UPDATE',
-      },
-      work,
-    );
+    return await (span && hookRunsIn(env, phase) ? observer.within(span, work) : work());
+  } catch (error) {
+    if (span) observer.fail(span, error);
+    throw error;
   } finally {
-    env.observer.instruments?.phaseDuration((performance.now() - startedAt) / 1000, phase);
+    span?.end();
+    instruments?.phaseDuration((performance.now() - startedAt) / 1000, phase);
   }
+}
+
+/** A phase span's attributes: the charge's, and the database's after OpenTelemetry's conventions. */
+function phaseAttributes(
+  env: EngineEnv,
+  phase: 'claim' | 'complete',
+  scoped: { merchantId: string; key: string },
+): Attributes {
+  const attributes: Attributes = {
+    'chargeonce.merchant_id': scoped.merchantId,
+    'chargeonce.operation': env.operation,
+    'db.system.name': 'postgresql',
+    'db.collection.name': 'idempotency_keys',
+    'db.operation.name': PHASE_STATEMENT[phase],
+  };
+  if (env.observer.recordKeys) attributes['chargeonce.key'] = scoped.key;
+  return attributes;
+}
+
+/** The caller's `reserve` hook runs in the claim's transaction, its `complete` hook in the completion's. */
+function hookRunsIn(env: EngineEnv, phase: 'claim' | 'complete'): boolean {
+  return phase === 'claim'
+    ? env.hooks.reserve !== undefined && !env.separateClaim
+    : env.hooks.complete !== undefined;
 }

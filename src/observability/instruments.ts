@@ -1,22 +1,21 @@
-import type { Attributes, Counter, Histogram, Meter } from '@opentelemetry/api';
+import type { Histogram, Meter } from '@opentelemetry/api';
+import { attributeSets } from './attributeSets.js';
+import { createCoalescedCounters } from './createCoalescedCounters.js';
+import { createKeyGauges, type KeyCounts } from './createKeyGauges.js';
 import type { ChargeOnceEvent } from './events.js';
 
-/** What the unfinished-key gauges read: `engine.status()`, sampled. */
-export type KeyCounts = {
-  byRecoveryPoint: Record<string, number>;
-  oldestUnfinishedMs: number | null;
-};
+export type { KeyCounts } from './createKeyGauges.js';
 
 /** chargeonce's metrics, on one meter. Names follow OpenTelemetry's conventions (`chargeonce.*`). */
 export type Instruments = {
   /** Counts what an event says happened. */
   countEvent(event: ChargeOnceEvent): void;
-  /** One `processCharge` that returned an outcome. */
-  outcome(attributes: { status: string; replayed: boolean; operation: string }): void;
+  /** One `processCharge` that returned an outcome, and its end-to-end duration in seconds. */
+  charged(operation: string, outcome: { status: string; replayed: boolean }, seconds: number): void;
+  /** One `processCharge` that threw (`errorType`: its code), and its duration in seconds. */
+  chargeFailed(operation: string, errorType: string, seconds: number): void;
   /** One `processCharge` refused before anything was written (400). */
   invalid(operation: string): void;
-  /** End-to-end duration of a `processCharge`, in seconds, with its result. */
-  processDuration(seconds: number, attributes: Attributes): void;
   /** Duration of one phase's database work (`claim`, `complete`), in seconds. */
   phaseDuration(seconds: number, phase: string): void;
   /** Duration of one provider call (`find`, `create`), in seconds. */
@@ -33,9 +32,14 @@ const SECONDS_BUCKETS = [
   0.001, 0.0025, 0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1, 2.5, 5, 10, 30, 60,
 ];
 
+/**
+ * The instruments of one engine. Counters sum locally until a reader collects, and every
+ * measurement reuses a cached attribute set: a replay is one statement, and what the SDK does per
+ * measurement would otherwise be a good part of its cost.
+ */
 export function createInstruments(meter: Meter): Instruments {
-  const counter = (name: string, description: string): Counter =>
-    meter.createCounter(name, { description });
+  const keyGauges = createKeyGauges(meter);
+  const counter = createCoalescedCounters(meter, keyGauges.unfinished);
   const histogram = (name: string, description: string): Histogram =>
     meter.createHistogram(name, {
       description,
@@ -78,126 +82,116 @@ export function createInstruments(meter: Meter): Instruments {
   );
   const phaseSeconds = histogram('chargeonce.phase.duration', 'Database work of one phase');
   const providerSeconds = histogram('chargeonce.provider.duration', 'One provider call');
+  const durationSets = attributeSets();
+  const failureSets = attributeSets();
+  const phaseSets = attributeSets();
+  const providerSets = attributeSets();
 
-  let latest: KeyCounts | null = null;
-  let sampledAt = Number.NEGATIVE_INFINITY;
-  let sampling: Promise<void> | null = null;
-  let sampler: { sample: () => Promise<KeyCounts>; everyMs: number } | null = null;
-  /** The last sample, refreshed first when it is older than `everyMs` (one query at a time). */
-  const current = async (): Promise<KeyCounts | null> => {
-    if (sampler && !sampling && performance.now() - sampledAt >= sampler.everyMs) {
-      sampledAt = performance.now();
-      sampling = sampler
-        .sample()
-        .then((counts) => {
-          latest = counts;
-        })
-        // A failed sample keeps the last values: the store's own errors are reported elsewhere.
-        .catch(() => undefined)
-        .finally(() => {
-          sampling = null;
-        });
-    }
-    if (sampling) await sampling;
-    return latest;
-  };
-  meter
-    .createObservableGauge('chargeonce.keys.unfinished', {
-      description: 'Keys not yet completed, by recovery point (sampled)',
-    })
-    .addCallback(async (result) => {
-      const counts = await current();
-      if (!counts) return;
-      for (const [point, count] of Object.entries(counts.byRecoveryPoint)) {
-        if (point === 'completed' || point === 'expired') continue;
-        result.observe(count, { 'chargeonce.recovery_point': point });
-      }
-    });
-  meter
-    .createObservableGauge('chargeonce.keys.oldest_unfinished_age', {
-      description: 'Age of the oldest unfinished key (sampled); 0 when there is none',
-      unit: 's',
-    })
-    .addCallback(async (result) => {
-      const counts = await current();
-      if (counts) result.observe((counts.oldestUnfinishedMs ?? 0) / 1000);
-    });
+  const byOperation = (operation: string) => () => ({ 'chargeonce.operation': operation });
 
   return {
     countEvent(event) {
       switch (event.type) {
         case 'replayed':
-          replays.add(1, { 'chargeonce.operation': event.operation });
+          replays.add(1, event.operation, byOperation(event.operation));
           return;
         case 'conflict':
-          conflicts.add(1, { 'chargeonce.operation': event.operation });
+          conflicts.add(1, event.operation, byOperation(event.operation));
           return;
         case 'reused':
-          reuses.add(1, { 'chargeonce.operation': event.operation });
+          reuses.add(1, event.operation, byOperation(event.operation));
           return;
         case 'adopted':
-          adoptions.add(1, { 'chargeonce.operation': event.operation, 'chargeonce.by': event.by });
-          return;
-        case 'provider_failed':
-          providerFailures.add(1, {
+          adoptions.add(1, `${event.operation}\u0000${event.by}`, () => ({
             'chargeonce.operation': event.operation,
-            'chargeonce.failure': event.transient ? 'transient' : 'error',
-          });
+            'chargeonce.by': event.by,
+          }));
           return;
+        case 'provider_failed': {
+          const failure = event.transient ? 'transient' : 'error';
+          providerFailures.add(1, `${event.operation}\u0000${failure}`, () => ({
+            'chargeonce.operation': event.operation,
+            'chargeonce.failure': failure,
+          }));
+          return;
+        }
         case 'parked':
-          parked.add(1, { 'chargeonce.operation': event.operation });
+          parked.add(1, event.operation, byOperation(event.operation));
           return;
         case 'lease_lost':
-          leaseLost.add(1, { 'chargeonce.operation': event.operation });
+          leaseLost.add(1, event.operation, byOperation(event.operation));
           return;
         case 'swept':
           for (const [kind, count] of Object.entries(event.result)) {
             if (kind !== 'examined' && count > 0)
-              swept.add(count, { 'chargeonce.sweep.result': kind });
+              swept.add(count, kind, () => ({ 'chargeonce.sweep.result': kind }));
           }
           return;
         case 'reaped':
-          if (event.reaped > 0) reaped.add(event.reaped);
+          if (event.reaped > 0) reaped.add(event.reaped, '', () => ({}));
           return;
         case 'claimed':
-          claims.add(1, { 'chargeonce.operation': event.operation, 'chargeonce.from': event.from });
+          claims.add(1, `${event.operation}\u0000${event.from}`, () => ({
+            'chargeonce.operation': event.operation,
+            'chargeonce.from': event.from,
+          }));
           return;
         case 'cancelled':
-          cancelled.add(1, { 'chargeonce.operation': event.operation });
+          cancelled.add(1, event.operation, byOperation(event.operation));
           return;
         case 'requeued':
         case 'resolved':
-          adminActions.add(1, {
+          adminActions.add(1, `${event.operation}\u0000${event.type}`, () => ({
             'chargeonce.operation': event.operation,
             'chargeonce.action': event.type,
-          });
+          }));
           return;
       }
     },
-    outcome({ status, replayed, operation }) {
-      outcomes.add(1, {
+    charged(operation, { status, replayed }, seconds) {
+      const id = `${operation}\u0000${status}`;
+      outcomes.add(1, `${id}\u0000${replayed}`, () => ({
         'chargeonce.operation': operation,
         'chargeonce.outcome.status': status,
         'chargeonce.replayed': replayed,
-      });
+      }));
+      processSeconds.record(
+        seconds,
+        durationSets(id, () => ({
+          'chargeonce.operation': operation,
+          'chargeonce.outcome.status': status,
+        })),
+      );
+    },
+    chargeFailed(operation, errorType, seconds) {
+      processSeconds.record(
+        seconds,
+        failureSets(`${operation}\u0000${errorType}`, () => ({
+          'chargeonce.operation': operation,
+          'error.type': errorType,
+        })),
+      );
     },
     invalid(operation) {
-      invalid.add(1, { 'chargeonce.operation': operation });
-    },
-    processDuration(seconds, attributes) {
-      processSeconds.record(seconds, attributes);
+      invalid.add(1, operation, byOperation(operation));
     },
     phaseDuration(seconds, phase) {
-      phaseSeconds.record(seconds, { 'chargeonce.phase': phase });
+      phaseSeconds.record(
+        seconds,
+        phaseSets(phase, () => ({ 'chargeonce.phase': phase })),
+      );
     },
     providerDuration(seconds, call, outcome) {
-      providerSeconds.record(seconds, {
-        'chargeonce.provider.call': call,
-        'chargeonce.provider.outcome': outcome,
-      });
+      providerSeconds.record(
+        seconds,
+        providerSets(`${call}\u0000${outcome}`, () => ({
+          'chargeonce.provider.call': call,
+          'chargeonce.provider.outcome': outcome,
+        })),
+      );
     },
     observeKeys(sample, everyMs) {
-      sampler = { sample, everyMs };
+      keyGauges.observeKeys(sample, everyMs);
     },
   };
 }

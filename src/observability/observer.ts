@@ -25,18 +25,30 @@ export type Observer = {
   /** Sends an event to `onEvent` and the logger, and counts it. Never throws. */
   event(event: ChargeOnceEvent): void;
   /**
-   * Runs `work` in a span named `name` (a child of the active one), ending it with the error
-   * code of a failure; without a tracer, just runs it.
+   * Runs `work` in a span named `name` (a child of the active one, and active itself while `work`
+   * runs), ending it with the error code of a failure; without a tracer, just runs it.
    */
   span<T>(
     name: string,
     attributes: Attributes,
     work: (span: Span | null) => Promise<T>,
   ): Promise<T>;
+  /**
+   * Starts a span named `name`, a child of the active one, without making it active (see
+   * `within`): for the hot path, which ends its spans itself (`fail`, `end`) rather than through
+   * a callback. Null without a tracer.
+   */
+  startSpan(name: string, attributes: Attributes): Span | null;
+  /** Runs `work` with `span` active, so that the spans started inside it are its children. */
+  within<T>(span: Span, work: () => Promise<T>): Promise<T>;
+  /** Marks `span` as failed with `error`'s code (`error.type`, status ERROR); returns the code. */
+  fail(span: Span, error: unknown): string;
   /** Adds attributes to the active span (the charge's own, between its child spans). */
   annotate(attributes: Attributes): void;
   /** The instruments (no-op ones until an SDK is registered). */
   readonly instruments: Instruments | null;
+  /** False when no span can start (no tracer): the hot path then builds no span attributes. */
+  readonly tracing: boolean;
   readonly recordKeys: boolean;
 };
 
@@ -73,8 +85,32 @@ export async function createObserver(options: {
   const instruments = meter ? createInstruments(meter) : null;
   const statusError = otel?.SpanStatusCode.ERROR ?? 2;
 
+  const startSpan = (name: string, attributes: Attributes): Span | null =>
+    tracer ? tracer.startSpan(name, { attributes }) : null;
+  // Without the API there is no context to carry the span in: its children become roots.
+  const within = <T>(span: Span, work: () => Promise<T>): Promise<T> =>
+    otel ? otel.context.with(otel.trace.setSpan(otel.context.active(), span), work) : work();
+  const fail = (span: Span, error: unknown): string => {
+    const type = errorType(error);
+    span.setAttribute('error.type', type);
+    span.setStatus({ code: statusError, message: type });
+    return type;
+  };
+
+  const inSpan = async <T>(span: Span, work: (span: Span | null) => Promise<T>): Promise<T> => {
+    try {
+      return await within(span, () => work(span.isRecording() ? span : null));
+    } catch (error) {
+      fail(span, error);
+      throw error;
+    } finally {
+      span.end();
+    }
+  };
+
   return {
     instruments,
+    tracing: tracer !== undefined,
     recordKeys: telemetry?.recordKeys === true,
     event(event) {
       if (sink.enabled) sink.emit(event);
@@ -83,20 +119,12 @@ export async function createObserver(options: {
     annotate(attributes) {
       if (tracer) otel?.trace.getActiveSpan()?.setAttributes(attributes);
     },
+    startSpan,
+    within,
+    fail,
     span(name, attributes, work) {
-      if (!tracer) return work(null);
-      return tracer.startActiveSpan(name, { attributes }, async (span) => {
-        try {
-          return await work(span.isRecording() ? span : null);
-        } catch (error) {
-          const type = errorType(error);
-          span.setAttribute('error.type', type);
-          span.setStatus({ code: statusError, message: type });
-          throw error;
-        } finally {
-          span.end();
-        }
-      });
+      const span = startSpan(name, attributes);
+      return span ? inSpan(span, work) : work(null);
     },
   };
 }
@@ -104,8 +132,12 @@ export async function createObserver(options: {
 /** An observer that reports nothing: before the engine's is ready, and in tests of parts. */
 export const SILENT_OBSERVER: Observer = {
   instruments: null,
+  tracing: false,
   recordKeys: false,
   event: () => {},
   annotate: () => {},
   span: (_name, _attributes, work) => work(null),
+  startSpan: () => null,
+  within: (_span, work) => work(),
+  fail: (_span, error) => errorType(error),
 };

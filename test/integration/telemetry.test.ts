@@ -133,6 +133,40 @@ describe('OpenTelemetry', () => {
     expect(await sum('chargeonce.charges', { 'chargeonce.replayed': true })).toBe(1);
   });
 
+  it('counters summed in process read the same at every collection, across engines on one meter', async () => {
+    const first = engineWith().engine;
+    const second = engineWith().engine;
+    const key = aKey();
+    await first.processCharge(key, aRequest());
+    await first.processCharge(key, aRequest());
+    expect(await sum('chargeonce.replays')).toBe(1);
+
+    await second.processCharge(key, aRequest());
+    await first.processCharge(key, aRequest());
+    expect(await sum('chargeonce.replays')).toBe(3);
+    expect(await sum('chargeonce.charges', { 'chargeonce.replayed': true })).toBe(3);
+    expect(await sum('chargeonce.charges', { 'chargeonce.replayed': false })).toBe(1);
+    // Nothing more happened: a further collection adds nothing.
+    expect(await sum('chargeonce.replays')).toBe(3);
+  });
+
+  it('a claim span is the parent of the spans of a reserve hook, which runs inside the claim', async () => {
+    const hookTracer = tracerProvider.getTracer('caller');
+    const { engine } = engineWith({
+      hooks: {
+        reserve: () => {
+          hookTracer.startSpan('caller.reserve_stock').end();
+          return Promise.resolve();
+        },
+      },
+    });
+    await engine.processCharge(aKey(), aRequest());
+
+    expect(parentOf(only('caller.reserve_stock'))).toBe(
+      only('chargeonce.claim').spanContext().spanId,
+    );
+  });
+
   it('a 409 and a 422 end their spans with the error code, and are counted', async () => {
     const { engine, provider } = engineWith({ leaseMs: 2_000, providerTimeoutMs: 300 });
     const used = aKey();

@@ -1,0 +1,70 @@
+import type { Meter, Observable } from '@opentelemetry/api';
+
+/** What the unfinished-key gauges read: `engine.status()`, sampled. */
+export type KeyCounts = {
+  byRecoveryPoint: Record<string, number>;
+  oldestUnfinishedMs: number | null;
+};
+
+/** The gauges of unfinished keys, fed by a sampler set later (once the pool is there). */
+export type KeyGauges = {
+  /** `chargeonce.keys.unfinished`, for callbacks that must run when a reader collects. */
+  unfinished: Observable;
+  /**
+   * Feeds the gauges: `sample` is called at most every `everyMs`, when a reader collects and the
+   * last sample is older, never on every scrape.
+   */
+  observeKeys(sample: () => Promise<KeyCounts>, everyMs: number): void;
+};
+
+/** Observable gauges of unfinished keys by recovery point and the age of the oldest one. */
+export function createKeyGauges(meter: Meter): KeyGauges {
+  let latest: KeyCounts | null = null;
+  let sampledAt = Number.NEGATIVE_INFINITY;
+  let sampling: Promise<void> | null = null;
+  let sampler: { sample: () => Promise<KeyCounts>; everyMs: number } | null = null;
+  /** The last sample, refreshed first when it is older than `everyMs` (one query at a time). */
+  const current = async (): Promise<KeyCounts | null> => {
+    if (sampler && !sampling && performance.now() - sampledAt >= sampler.everyMs) {
+      sampledAt = performance.now();
+      sampling = sampler
+        .sample()
+        .then((counts) => {
+          latest = counts;
+        })
+        // A failed sample keeps the last values: the store's own errors are reported elsewhere.
+        .catch(() => undefined)
+        .finally(() => {
+          sampling = null;
+        });
+    }
+    if (sampling) await sampling;
+    return latest;
+  };
+  const unfinished = meter.createObservableGauge('chargeonce.keys.unfinished', {
+    description: 'Keys not yet completed, by recovery point (sampled)',
+  });
+  unfinished.addCallback(async (result) => {
+    const counts = await current();
+    if (!counts) return;
+    for (const [point, count] of Object.entries(counts.byRecoveryPoint)) {
+      if (point === 'completed' || point === 'expired') continue;
+      result.observe(count, { 'chargeonce.recovery_point': point });
+    }
+  });
+  meter
+    .createObservableGauge('chargeonce.keys.oldest_unfinished_age', {
+      description: 'Age of the oldest unfinished key (sampled); 0 when there is none',
+      unit: 's',
+    })
+    .addCallback(async (result) => {
+      const counts = await current();
+      if (counts) result.observe((counts.oldestUnfinishedMs ?? 0) / 1000);
+    });
+  return {
+    unfinished,
+    observeKeys(sample, everyMs) {
+      sampler = { sample, everyMs };
+    },
+  };
+}
