@@ -15,6 +15,7 @@ import { crashPoint, stallPoint } from './chargePhase.js';
 import type { EngineEnv } from './engineEnv.js';
 import type { MovementDefinition } from './movementDefinitions.js';
 import { movementPhase, type OwnedMovement } from './movementPhase.js';
+import { waitInProgress } from './waitInProgress.js';
 import type { MovementStatus } from './movementTypes.js';
 
 /** A refund's or capture's outcome, before it is named for its kind. */
@@ -52,17 +53,24 @@ export async function runMovement(
     `chargeonce.process_${def.kind}`,
     { 'chargeonce.merchant_id': scoped.merchantId, 'chargeonce.operation': def.kind },
     async (span) => {
-      for (let races = 0; races < MAX_LOST_RACES; races++) {
-        const outcome = await attempt(env, def, v, scoped);
-        if (outcome) {
-          span?.setAttributes({
-            'chargeonce.outcome.status': outcome.status,
-            'chargeonce.replayed': outcome.replayed,
-          });
-          return outcome;
+      const settle = async () => {
+        for (let races = 0; races < MAX_LOST_RACES; races++) {
+          const outcome = await attempt(env, def, v, scoped);
+          if (outcome) return outcome;
         }
-      }
-      throw new IdempotencyKeyInUseError(100);
+        throw new IdempotencyKeyInUseError(100);
+      };
+      // `inProgress: { waitMs }`: a key another attempt holds is waited on, woken by its commit.
+      const policy = env.inProgress;
+      const outcome =
+        policy === 'reject'
+          ? await settle()
+          : await waitInProgress(env, scoped, policy.waitMs, settle);
+      span?.setAttributes({
+        'chargeonce.outcome.status': outcome.status,
+        'chargeonce.replayed': outcome.replayed,
+      });
+      return outcome;
     },
   );
 }

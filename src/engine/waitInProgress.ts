@@ -22,12 +22,12 @@ const JOINER_RETRY_AFTER_MS = 1_000;
  * winner's completion wakes it (one NOTIFY in that completion, nothing else), polling only as a
  * fallback; elsewhere it polls with back-off.
  */
-export async function waitInProgress(
+export async function waitInProgress<T>(
   env: EngineEnv,
   scoped: ScopedKey,
   waitMs: number,
-  attempt: () => Promise<ChargeOutcome>,
-): Promise<ChargeOutcome> {
+  attempt: () => Promise<T>,
+): Promise<T> {
   const deadline = env.clock.now() + waitMs;
   let pauseMs = 20;
   for (;;) {

@@ -296,6 +296,35 @@ describe('processRefund', () => {
     });
   });
 
+  it('with inProgress { waitMs }, callers racing on one refund key all get its one outcome', async () => {
+    const provider = createFakeProvider({
+      dedupe: false,
+      // Slow enough that the others find the key held and wait on it.
+      beforeAnswer: (method) =>
+        method === 'createRefund'
+          ? new Promise((resolve) => setTimeout(resolve, 50))
+          : Promise.resolve(),
+    });
+    const engine = createChargeEngine({
+      pool: db.pgPool,
+      provider,
+      inProgress: { waitMs: 10_000 },
+    });
+    const merchantId = 'm_ref_wait';
+    const charge = await engine.processCharge(aKey(), aRequest({ merchantId }));
+    const key = aKey();
+    const request = { merchantId, chargeId: charge.chargeId, amountMinor: 10 };
+
+    const outcomes = await Promise.all(
+      Array.from({ length: 8 }, () => engine.processRefund(key, request)),
+    );
+
+    expect(outcomes.filter((o) => !o.replayed)).toHaveLength(1);
+    for (const o of outcomes) expect(o.body).toBe(outcomes[0]?.body);
+    expect(provider.calls.createRefund).toBe(1);
+    await engine.close();
+  });
+
   it('needs a provider that can refund', async () => {
     const fake = createFakeProvider();
     const chargesOnly: PaymentProvider = {
