@@ -41,6 +41,7 @@ export async function inspectKey(env: EngineEnv, target: KeyTarget): Promise<Key
         },
         lastError: details.lastError,
         charge: details.charge && { id: details.chargeId, ...details.charge },
+        movement: details.movement && { id: details.chargeId, ...details.movement },
         outcome:
           details.responseStatus === null || details.responseBody === null
             ? null

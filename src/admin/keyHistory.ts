@@ -21,8 +21,9 @@ const PHASE_ORDER: Record<KeyHistoryEventName, number> = {
  */
 export function keyHistory(details: KeyDetails, audit: readonly AuditEntry[]): KeyHistoryEvent[] {
   const events: KeyHistoryEvent[] = [{ at: details.createdAt, event: 'claimed', detail: null }];
-  if (details.charge)
-    events.push({ at: details.charge.createdAt, event: 'reserved', detail: null });
+  // A charge's intent, or a refund's or capture's reservation (made with the claim).
+  const reserved = details.charge ?? details.movement;
+  if (reserved) events.push({ at: reserved.createdAt, event: 'reserved', detail: null });
   for (const entry of audit) {
     if (entry.parkedAt) {
       events.push({ at: entry.parkedAt, event: 'parked', detail: entry.parkedReason });
@@ -43,7 +44,7 @@ export function keyHistory(details: KeyDetails, audit: readonly AuditEntry[]): K
     events.push({
       at: details.completedAt,
       event: 'completed',
-      detail: details.charge?.status ?? null,
+      detail: details.charge?.status ?? details.movement?.status ?? null,
     });
   }
   if (details.recoveryPoint === 'expired') {

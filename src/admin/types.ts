@@ -1,7 +1,7 @@
 import type { ChargeOutcome } from '../engine/types.js';
 import type { AdminActionRecord } from '../store/adminActionRecord.js';
 import type { RecoveryPoint } from '../store/keyState.js';
-import type { ChargeDetails } from '../store/readKeyDetails.js';
+import type { ChargeDetails, MovementDetails } from '../store/readKeyDetails.js';
 import type { KeySummaryRow } from '../store/listKeysPage.js';
 
 /** Which key an admin call is about. */
@@ -67,6 +67,8 @@ export type KeyInspection = {
   lastError: string | null;
   /** The local charge; null before the charge intent is written (`started`). */
   charge: (ChargeDetails & { id: string }) | null;
+  /** The refund or capture a key of operation `refund` or `capture` guards; null otherwise. */
+  movement: (MovementDetails & { id: string }) | null;
   /** The stored response, replayed byte for byte; null until the key completes, and for a tombstone. */
   outcome: { httpStatus: number; body: string } | null;
   createdAt: Date;

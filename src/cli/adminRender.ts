@@ -70,7 +70,7 @@ export function renderKeyList(keys: readonly KeySummary[], rendering: Rendering)
 
 /** `inspect`'s report: labelled lines (aligned on a terminal), then history and audit trail. */
 export function renderInspection(found: KeyInspection, rendering: Rendering): string[] {
-  const { charge, lease, outcome } = found;
+  const { charge, movement, lease, outcome } = found;
   const fields: Array<[string, string]> = [
     ['key', `${found.merchantId} ${found.operation} ${found.key}`],
     ['recovery point', found.recoveryPoint],
@@ -82,8 +82,27 @@ export function renderInspection(found: KeyInspection, rendering: Rendering): st
     ['last error', oneLine(found.lastError)],
     ['request', found.request === null ? NONE : JSON.stringify(found.request)],
     ['request hash', found.requestHash],
-    ['charge', charge === null ? NONE : `${charge.id} ${charge.status}`],
   ];
+  if (movement) {
+    // A refund or capture: what it moved, on which charge.
+    fields.push(
+      [
+        movement.kind,
+        `${movement.id} ${movement.status}${movement.refusal ? ` (${movement.refusal})` : ''}`,
+      ],
+      ['of charge', movement.chargeId],
+      [
+        'amount',
+        movement.amountMinor === null
+          ? NONE
+          : `${movement.amountMinor} ${movement.currency ?? ''}`.trim(),
+      ],
+      ['provider key', movement.providerKey],
+      [`provider ${movement.kind}`, movement.providerMovementId ?? NONE],
+    );
+  } else {
+    fields.push(['charge', charge === null ? NONE : `${charge.id} ${charge.status}`]);
+  }
   if (charge) {
     fields.push(
       ['amount', `${charge.amountMinor} ${charge.currency} (customer ${charge.customerId})`],

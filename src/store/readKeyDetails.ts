@@ -25,6 +25,26 @@ export type ChargeDetails = {
   updatedAt: Date;
 };
 
+/** The refund or capture row of a key of operation `refund` or `capture`, as `inspect` shows it. */
+export type MovementDetails = {
+  kind: 'refund' | 'capture';
+  /** The charge it moves money on. */
+  chargeId: string;
+  status: 'reserved' | 'succeeded' | 'failed' | 'refused' | 'cancelled';
+  /** Null only for a refusal of an unknown charge. */
+  amountMinor: number | null;
+  currency: string | null;
+  reason: string | null;
+  refusal: string | null;
+  providerKey: string;
+  providerChargeId: string | null;
+  providerMovementId: string | null;
+  failureCode: string | null;
+  /** When it was reserved (or refused) with the claim. */
+  createdAt: Date;
+  updatedAt: Date;
+};
+
 /** Everything stored about one key, read in one statement. */
 export type KeyDetails = {
   recoveryPoint: RecoveryPoint;
@@ -44,6 +64,7 @@ export type KeyDetails = {
   completedAt: Date | null;
   failedAt: Date | null;
   charge: ChargeDetails | null;
+  movement: MovementDetails | null;
 };
 
 const ms = z.number();
@@ -74,6 +95,19 @@ const detailsRow = z.object({
   decline_code: z.string().nullable(),
   charge_created_ms: ms.nullable(),
   charge_updated_ms: ms.nullable(),
+  m_kind: z.enum(['refund', 'capture']).nullable(),
+  m_charge_id: z.string().nullable(),
+  m_status: z.enum(['reserved', 'succeeded', 'failed', 'refused', 'cancelled']).nullable(),
+  m_amount_minor: z.number().nullable(),
+  m_currency: z.string().nullable(),
+  m_reason: z.string().nullable(),
+  m_refusal: z.string().nullable(),
+  m_provider_key: z.string().nullable(),
+  m_provider_charge_id: z.string().nullable(),
+  m_provider_movement_id: z.string().nullable(),
+  m_failure_code: z.string().nullable(),
+  m_created_ms: ms.nullable(),
+  m_updated_ms: ms.nullable(),
 });
 
 const epochMs = (column: string) =>
@@ -101,9 +135,17 @@ export async function readKeyDetails(
       c.currency, c.description, c.metadata::text AS metadata, c.provider_key,
       c.provider_charge_id, c.decline_code,
       ${epochMs('c.created_at')} AS charge_created_ms,
-      ${epochMs('c.updated_at')} AS charge_updated_ms
+      ${epochMs('c.updated_at')} AS charge_updated_ms,
+      m.kind AS m_kind, m.charge_id::text AS m_charge_id, m.status AS m_status,
+      m.amount_minor::float8 AS m_amount_minor, m.currency AS m_currency, m.reason AS m_reason,
+      m.refusal AS m_refusal, m.provider_key AS m_provider_key,
+      m.provider_charge_id AS m_provider_charge_id,
+      m.provider_movement_id AS m_provider_movement_id, m.failure_code AS m_failure_code,
+      ${epochMs('m.created_at')} AS m_created_ms,
+      ${epochMs('m.updated_at')} AS m_updated_ms
     FROM ${tables.keys} k
     LEFT JOIN ${tables.charges} c ON c.merchant_id = k.merchant_id AND c.id = k.charge_id
+    LEFT JOIN ${tables.movements} m ON m.merchant_id = k.merchant_id AND m.id = k.charge_id
     WHERE k.merchant_id = ${scoped.merchantId}
       AND k.operation = ${scoped.operation}
       AND k.key = ${scoped.key}`);
@@ -125,6 +167,35 @@ export async function readKeyDetails(
     completedAt: dateOrNull(row.completed_ms),
     failedAt: dateOrNull(row.failed_ms),
     charge: chargeOf(row),
+    movement: movementOf(row),
+  };
+}
+
+function movementOf(row: z.infer<typeof detailsRow>): MovementDetails | null {
+  if (
+    row.m_kind === null ||
+    row.m_charge_id === null ||
+    row.m_status === null ||
+    row.m_provider_key === null ||
+    row.m_created_ms === null ||
+    row.m_updated_ms === null
+  ) {
+    return null;
+  }
+  return {
+    kind: row.m_kind,
+    chargeId: row.m_charge_id,
+    status: row.m_status,
+    amountMinor: row.m_amount_minor,
+    currency: row.m_currency,
+    reason: row.m_reason,
+    refusal: row.m_refusal,
+    providerKey: row.m_provider_key,
+    providerChargeId: row.m_provider_charge_id,
+    providerMovementId: row.m_provider_movement_id,
+    failureCode: row.m_failure_code,
+    createdAt: new Date(row.m_created_ms),
+    updatedAt: new Date(row.m_updated_ms),
   };
 }
 

@@ -321,6 +321,7 @@ describe('on a terminal', () => {
       lease: { held: false, remainingMs: 0, until: null },
       lastError: null,
       charge: null,
+      movement: null,
       outcome: { httpStatus: 410, body: '{}' },
       createdAt: at,
       updatedAt: at,
@@ -335,5 +336,31 @@ describe('on a terminal', () => {
     expect(lines).toContain('history');
     expect(lines).toContain(`  ${at.toISOString()}  claimed`);
     expect(lines.slice(-2)).toEqual(['audit', '  none']);
+    const refund = renderInspection(
+      {
+        ...found,
+        operation: 'refund',
+        movement: {
+          id: 'r-1',
+          kind: 'refund',
+          chargeId: 'c-1',
+          status: 'refused',
+          amountMinor: 500,
+          currency: 'EUR',
+          reason: null,
+          refusal: 'exceeds_refundable',
+          providerKey: 'co_x',
+          providerChargeId: 'ch_1',
+          providerMovementId: null,
+          failureCode: null,
+          createdAt: at,
+          updatedAt: at,
+        },
+      },
+      { tty: false, columns: 120 },
+    );
+    expect(refund).toContain('refund: r-1 refused (exceeds_refundable)');
+    expect(refund).toContain('of charge: c-1');
+    expect(refund).toContain('amount: 500 EUR');
   });
 });

@@ -94,6 +94,17 @@ describe('processRefund', () => {
     });
     expect(again).toEqual({ ...first, replayed: true });
     expect(provider.calls.createRefund).toBe(1);
+    const inspected = await engine.inspect({ merchantId: 'm_ref_once', key, operation: 'refund' });
+    expect(inspected?.charge).toBeNull();
+    expect(inspected?.movement).toMatchObject({
+      id: first.refundId,
+      kind: 'refund',
+      chargeId: charge.chargeId,
+      status: 'succeeded',
+      amountMinor: 700,
+      providerMovementId: first.providerRefundId,
+    });
+    expect(inspected?.history.map((h) => h.event)).toEqual(['claimed', 'reserved', 'completed']);
     expect(await chargeTotals(charge.chargeId)).toMatchObject({
       refunded_minor: 700,
       refund_reserved_minor: 0,
