@@ -20,6 +20,10 @@ Options:
   --kill-rate P             per settled charge, chance a worker is SIGKILLed (default: 0.01)
   --crash-rate P            per attempt, chance of a crash at a random crash point (default: 0.05)
   --abandon-rate P          per failed attempt, chance its client walks away (default: 0.05)
+  --duplicate-rate P        per charge, chance it is also sent a second time at once, through the
+                            engine with the other in-progress policy (default: 0.05)
+  --wait-ms MS              how long a caller waits on a key in progress (inProgress: { waitMs })
+                            where clients wait (default: lease / 2)
   --stall-rate P            per attempt, chance it stalls about a lease after the claim commit,
                             before the provider call or after it (default: 0.02)
   --clock-step-rate P       per attempt, chance its process's wall clock steps ±1 min or ±1 h
@@ -84,6 +88,8 @@ export async function chaosCommand(
       'kill-rate': { type: 'string' },
       'crash-rate': { type: 'string' },
       'abandon-rate': { type: 'string' },
+      'duplicate-rate': { type: 'string' },
+      'wait-ms': { type: 'string' },
       'hang-rate': { type: 'string' },
       'error-rate': { type: 'string' },
       'reset-rate': { type: 'string' },
@@ -128,6 +134,8 @@ export async function chaosCommand(
     ...defined('killRate', rate('kill-rate')),
     ...defined('crashRate', rate('crash-rate')),
     ...defined('abandonRate', rate('abandon-rate')),
+    ...defined('duplicateRate', rate('duplicate-rate')),
+    ...defined('waitMs', count('wait-ms')),
     ...defined('stallRate', rate('stall-rate')),
     ...defined('clockStepRate', rate('clock-step-rate')),
     ...defined('outageRate', rate('outage-rate')),

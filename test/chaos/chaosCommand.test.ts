@@ -32,6 +32,7 @@ describe('chargeonce chaos', { timeout: 120_000 }, () => {
     // claims and completions queue for it, and go out in batches.
     const { stdout } = await chaos(
       ...['--charges', '50', '--workers', '1', '--concurrency', '16', '--seed', '7'],
+      ...['--duplicate-rate', '0.2', '--wait-ms', '400'],
     );
 
     const report = JSON.parse(stdout) as ChaosReport;
@@ -39,6 +40,8 @@ describe('chargeonce chaos', { timeout: 120_000 }, () => {
     expect(report.ok).toBe(true);
     expect(report.settled).toBe(50);
     expect(report.config.ledger).toBe('fake-provider');
+    expect(report.config).toMatchObject({ duplicateRate: 0.2, waitMs: 400 });
+    expect(report.duplicates).toBeGreaterThan(0);
     // The worker's clients shared its engines: claims or completions of several keys went out
     // as one statement (group commit), and the report says so.
     const { claims, completions } = report.groupCommit;
