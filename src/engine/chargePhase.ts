@@ -1,23 +1,23 @@
-import { sql } from 'slonik';
 import { hookTransaction, type HookTransaction } from './hookTransaction.js';
-import {
-  ChargeNeedsAttentionError,
-  ProviderAnswerInvalidError,
-  SimulatedCrashError,
-} from '../errors.js';
+import { ChargeNeedsAttentionError, SimulatedCrashError } from '../errors.js';
 import { ProviderTransientError, type CreateChargeInput } from '../provider/PaymentProvider.js';
 import type { ChargeRequest } from '../request.js';
 import { completeKey, completeKeyPrepared, type CompletionInput } from '../store/completeKey.js';
-import { failKey } from '../store/failKey.js';
 import type { Reservation } from '../store/reservation.js';
 import type { ScopedKey } from '../store/keyState.js';
 import { withStore } from '../store/storeErrors.js';
 import { askProvider, type ProviderAnswer, type WhenNotFound } from './askProvider.js';
 import { chargeBody, HTTP_STATUS } from './chargeBody.js';
-import { checkProviderAnswer, REFUSED_ANSWER_REASON_PREFIX } from './checkProviderAnswer.js';
+import { checkProviderAnswer } from './checkProviderAnswer.js';
 import type { EngineEnv } from './engineEnv.js';
 import type { LeasedKey } from './lease.js';
-import { leaseLost } from './leaseLost.js';
+import {
+  crashBeforeCommit,
+  lostLease,
+  parkKey,
+  parkRefusedAnswer,
+  type HeldKey,
+} from './parkKey.js';
 import { chargeAttributes, observePhase } from './observeCharge.js';
 import { releaseAfterFailure } from './releaseQuietly.js';
 import type { ChargeOutcome, CrashPoint } from './types.js';
@@ -71,11 +71,11 @@ export async function chargePhase(
   const found = await obtainProviderCharge(env, charge, whenNotFound);
   if (found.kind === 'notFound') return cancelCharge(env, charge);
   if (found.kind === 'untrusted') {
-    await park(env, charge, found.reason);
+    await parkKey(env, heldKeyOf(charge), found.reason);
     throw new ChargeNeedsAttentionError();
   }
   const checked = checkProviderAnswer(found.answer, charge.request);
-  if (!checked.ok) return parkRefusedAnswer(env, charge, checked.reason);
+  if (!checked.ok) return parkRefusedAnswer(env, heldKeyOf(charge), checked.reason);
   const providerCharge = checked.charge;
   const { adopted } = found;
   env.observer.annotate({ 'chargeonce.adopted': adopted });
@@ -116,7 +116,7 @@ export async function chargePhase(
     if (!isDuplicateProviderChargeId(error)) throw error;
     return parkRefusedAnswer(
       env,
-      charge,
+      heldKeyOf(charge),
       `provider charge ${providerCharge.id} is already recorded for another charge of this merchant`,
     );
   }
@@ -139,30 +139,6 @@ async function cancelCharge(env: EngineEnv, charge: OwnedCharge): Promise<Charge
   );
   env.observer.event({ type: 'cancelled', ...charge.scoped, chargeId: charge.chargeId });
   return { outcome: outcomeOf(charge, completion), source: 'cancelled' };
-}
-
-/**
- * A provider answer that cannot be recorded: money may have moved, but not as the request says
- * (or the answer cannot tell). Parks the key in `failed` with the reason, fenced by the lock
- * token, for a person to look at; never completes it.
- */
-async function parkRefusedAnswer(
-  env: EngineEnv,
-  charge: OwnedCharge,
-  reason: string,
-): Promise<never> {
-  await park(env, charge, `${REFUSED_ANSWER_REASON_PREFIX}${reason}`);
-  throw new ProviderAnswerInvalidError(reason);
-}
-
-/** Parks the key in `failed` with `reason`, fenced by the lock token. */
-async function park(env: EngineEnv, charge: OwnedCharge, reason: string): Promise<void> {
-  const pool = await env.pool();
-  const parked = await withStore(() =>
-    failKey(pool, env.tables, { ...charge.scoped, lockToken: charge.lockToken, reason }),
-  );
-  if (!parked) throw lostLease(env, charge);
-  env.observer.event({ type: 'parked', ...charge.scoped, reason });
 }
 
 function terminal(
@@ -221,7 +197,10 @@ async function writeTerminal(
   const pools = await env.pools();
   const pool = pools.slonik;
   if (env.faults?.shouldCrash('beforeCompleteCommit', charge.scoped)) {
-    return crashBeforeCommit(env, completion, hook);
+    return crashBeforeCommit(env, async (tx) => {
+      await completeKey(tx, env.tables, completion);
+      if (hook) await hook(hookTransaction(tx));
+    });
   }
   await observePhase(env, 'complete', charge.scoped, () =>
     withStore(async () => {
@@ -231,12 +210,13 @@ async function writeTerminal(
           : pools.pg
             ? await completeKeyPrepared(pools.pg, env.tables, completion)
             : await completeKey(pool, env.tables, completion);
-        if (!completed) throw lostLease(env, charge);
+        if (!completed) throw lostLease(env, heldKeyOf(charge));
         return;
       }
       try {
         await pool.transaction(async (tx) => {
-          if (!(await completeKey(tx, env.tables, completion))) throw lostLease(env, charge);
+          if (!(await completeKey(tx, env.tables, completion)))
+            throw lostLease(env, heldKeyOf(charge));
           await hook(hookTransaction(tx));
         });
       } catch (error) {
@@ -246,33 +226,6 @@ async function writeTerminal(
       }
     }),
   );
-}
-
-/** The lease was taken over: reported, and the error the attempt stops with. */
-function lostLease(env: EngineEnv, charge: OwnedCharge) {
-  env.observer.event({ type: 'lease_lost', ...charge.scoped, chargeId: charge.chargeId });
-  return leaseLost();
-}
-
-/**
- * The `beforeCompleteCommit` crash: writes the completion (and runs the hook) in a transaction,
- * then the connection dies before COMMIT, as it would with the process: PostgreSQL terminates
- * the backend and rolls the transaction back. Nothing is released.
- */
-async function crashBeforeCommit(
-  env: EngineEnv,
-  completion: CompletionInput,
-  hook: ((tx: HookTransaction) => Promise<void>) | undefined,
-): Promise<never> {
-  const pool = await env.pool();
-  await pool
-    .transaction(async (tx) => {
-      await completeKey(tx, env.tables, completion);
-      if (hook) await hook(hookTransaction(tx));
-      await tx.query(sql.unsafe`SELECT pg_terminate_backend(pg_backend_pid())`);
-    })
-    .catch(() => undefined);
-  throw new SimulatedCrashError('beforeCompleteCommit');
 }
 
 function obtainProviderCharge(
@@ -341,4 +294,9 @@ function isDuplicateProviderChargeId(error: unknown): boolean {
     }
   }
   return false;
+}
+
+/** The charge as a held key, for parking and lease events. */
+function heldKeyOf(charge: OwnedCharge): HeldKey {
+  return { scoped: charge.scoped, lockToken: charge.lockToken, subjectId: charge.chargeId };
 }

@@ -1,10 +1,4 @@
-import { sql } from 'slonik';
-import {
-  ChargeNeedsAttentionError,
-  ProviderAnswerInvalidError,
-  SimulatedCrashError,
-} from '../errors.js';
-import { failKey } from '../store/failKey.js';
+import { ChargeNeedsAttentionError } from '../errors.js';
 import {
   completeMovement,
   completeMovementQuery,
@@ -14,10 +8,15 @@ import {
 import { withStore } from '../store/storeErrors.js';
 import { askProvider, type ProviderAnswer, type WhenNotFound } from './askProvider.js';
 import { crashPoint, stallPoint } from './chargePhase.js';
-import { REFUSED_ANSWER_REASON_PREFIX } from './checkProviderAnswer.js';
 import type { EngineEnv } from './engineEnv.js';
 import type { LeasedKey } from './lease.js';
-import { leaseLost } from './leaseLost.js';
+import {
+  crashBeforeCommit,
+  lostLease,
+  parkKey,
+  parkRefusedAnswer,
+  type HeldKey,
+} from './parkKey.js';
 import {
   checkMovementAnswer,
   MOVEMENT_HTTP_STATUS,
@@ -79,7 +78,11 @@ export async function movementPhase(
   }
   if (held.amountMinor === null || held.currency === null || held.providerChargeId === null) {
     // The claim reserves only against a succeeded charge, which has all three.
-    return parkRefused(env, owned, 'the reserved movement lacks its amount or provider charge');
+    return parkRefusedAnswer(
+      env,
+      heldKeyOf(owned),
+      'the reserved movement lacks its amount or provider charge',
+    );
   }
   const ctx: MovementContext = {
     merchantId: owned.scoped.merchantId,
@@ -110,11 +113,11 @@ export async function movementPhase(
     return result;
   }
   if (found.kind === 'untrusted') {
-    await park(env, owned, found.reason);
+    await parkKey(env, heldKeyOf(owned), found.reason);
     throw new ChargeNeedsAttentionError();
   }
   const checked = checkMovementAnswer(found.answer, ctx.held);
-  if (!checked.ok) return parkRefused(env, owned, checked.reason);
+  if (!checked.ok) return parkRefusedAnswer(env, heldKeyOf(owned), checked.reason);
   if (found.adopted) {
     env.observer.event({
       type: 'adopted',
@@ -179,39 +182,19 @@ async function complete(
   };
   const pools = await env.pools();
   if (env.faults?.shouldCrash('beforeCompleteCommit', owned.scoped)) {
-    // Written, then the connection dies before COMMIT: PostgreSQL rolls it back.
-    await pools.slonik
-      .transaction(async (tx) => {
-        await tx.query(completeMovementQuery(env.tables, completion));
-        await tx.query(sql.unsafe`SELECT pg_terminate_backend(pg_backend_pid())`);
-      })
-      .catch(() => undefined);
-    throw new SimulatedCrashError('beforeCompleteCommit');
+    return crashBeforeCommit(env, async (tx) => {
+      await tx.query(completeMovementQuery(env.tables, completion));
+    });
   }
   const completed = await withStore(() =>
     completeMovement({ pg: pools.pg, slonik: pools.slonik }, env.tables, completion),
   );
-  if (!completed) {
-    env.observer.event({ type: 'lease_lost', ...owned.scoped, chargeId: owned.movementId });
-    throw leaseLost();
-  }
+  if (!completed) throw lostLease(env, heldKeyOf(owned));
   crashPoint(env, 'afterCompleteCommit', owned.scoped);
   return { result, httpStatus, body, source };
 }
 
-async function parkRefused(env: EngineEnv, owned: OwnedMovement, reason: string): Promise<never> {
-  await park(env, owned, `${REFUSED_ANSWER_REASON_PREFIX}${reason}`);
-  throw new ProviderAnswerInvalidError(reason);
-}
-
-async function park(env: EngineEnv, owned: OwnedMovement, reason: string): Promise<void> {
-  const pool = await env.pool();
-  const parked = await withStore(() =>
-    failKey(pool, env.tables, { ...owned.scoped, lockToken: owned.lockToken, reason }),
-  );
-  if (!parked) {
-    env.observer.event({ type: 'lease_lost', ...owned.scoped, chargeId: owned.movementId });
-    throw leaseLost();
-  }
-  env.observer.event({ type: 'parked', ...owned.scoped, reason });
+/** The movement as a held key, for parking and lease events. */
+function heldKeyOf(owned: OwnedMovement): HeldKey {
+  return { scoped: owned.scoped, lockToken: owned.lockToken, subjectId: owned.movementId };
 }
