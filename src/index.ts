@@ -15,6 +15,9 @@ export type {
 export type {
   CaptureOutcome,
   CaptureRequest,
+  MovementCompleteHookContext,
+  MovementHookContext,
+  MovementHooks,
   MovementRefusal,
   MovementStatus,
   RefundOutcome,
@@ -69,6 +72,8 @@ export { KeyNotResolvableError } from './admin/KeyNotResolvableError.js';
 export type { NotResolvableReason } from './admin/KeyNotResolvableError.js';
 export type {
   AuditEntry,
+  CaptureResolveInput,
+  ChargeResolveInput,
   KeyHistoryEvent,
   KeyHistoryEventName,
   KeyInspection,
@@ -77,7 +82,9 @@ export type {
   KeySummary,
   KeyTarget,
   ListKeysOptions,
+  RefundResolveInput,
   RequeueTarget,
+  ResolvedBy,
   ResolveInput,
   ResolveResult,
 } from './admin/types.js';

@@ -1,10 +1,8 @@
-import { IdempotencyKeyInUseError, InvalidConfigurationError } from '../errors.js';
+import { InvalidConfigurationError } from '../errors.js';
 import { validateChargeRequest, type ChargeRequest, type ValidatedRequest } from '../request.js';
-import { observeCharge } from './observeCharge.js';
 import { createObserver, SILENT_OBSERVER } from '../observability/observer.js';
 import { createGroupCommit } from '../store/groupCommit.js';
 import { createKeyWaiters } from '../store/keyWaiters.js';
-import { joinOrRun, waitInProgress } from './waitInProgress.js';
 import { isPoolInput, resolvePool, type StorePools } from '../store/resolvePool.js';
 import { withStore } from '../store/storeErrors.js';
 import { DEFAULT_SCHEMA, tablesIn } from '../store/tables.js';
@@ -32,9 +30,10 @@ import type {
   ResolveInput,
   ResolveResult,
 } from '../admin/types.js';
-import { runAttempt } from './runAttempt.js';
-import { runMovement } from './runMovement.js';
+import { CHARGE } from './chargeOperation.js';
 import { CAPTURE, REFUND } from './movementDefinitions.js';
+import { movementOperation } from './movementOperation.js';
+import { processOperation, type OperationOutcome } from './phaseMachine.js';
 import { validateCaptureRequest, validateRefundRequest } from '../movementRequest.js';
 import type { ChargeEngineOptions, ChargeOutcome, MonotonicClock } from './types.js';
 import type {
@@ -167,8 +166,9 @@ const MONOTONIC_CLOCK: MonotonicClock = { now: () => performance.now() };
 /** How often the unfinished-key gauges may query `status()`: never on every scrape. */
 const KEY_GAUGE_SAMPLE_MS = 15_000;
 
-/** A lost race (the key vanished or was taken between two reads) is retried this many times. */
-const MAX_LOST_RACES = 5;
+/** Refunds and captures, as the phase machine runs them (charges are `CHARGE`). */
+const REFUND_OPERATION = movementOperation(REFUND);
+const CAPTURE_OPERATION = movementOperation(CAPTURE);
 
 /**
  * Creates a charge engine. Run `migrate` on the database first.
@@ -209,7 +209,7 @@ export function createChargeEngine(options: ChargeEngineOptions): ChargeEngine {
   let observing = false;
   // With `inProgress: { waitMs }`: the attempt running for a key and request in this engine,
   // which later callers of the same join instead of claiming again.
-  const sharedAttempts = new Map<string, Promise<ChargeOutcome>>();
+  const sharedAttempts = new Map<string, Promise<OperationOutcome>>();
   const observerReady = createObserver(options).then((observer) => {
     env.observer = observer;
     observing = true;
@@ -229,26 +229,13 @@ export function createChargeEngine(options: ChargeEngineOptions): ChargeEngine {
         env.observer.instruments?.invalid(env.operation);
         throw error;
       }
-      const policy = env.inProgress;
-      if (policy === 'reject') {
-        return observeCharge(env, { merchantId: v.request.merchantId, key: v.key }, () =>
-          attemptUntilSettled(env, v),
-        );
-      }
-      const scoped = { merchantId: v.request.merchantId, operation: env.operation, key: v.key };
-      return observeCharge(env, scoped, () =>
-        joinOrRun(
-          sharedAttempts,
-          `${scoped.merchantId}\n${scoped.key}\n${v.fingerprint}`,
-          policy.waitMs,
-          () => waitInProgress(env, scoped, policy.waitMs, () => attemptUntilSettled(env, v)),
-        ),
-      );
+      return processOperation(env, CHARGE, v, sharedAttempts);
     },
     processRefund: async (key, request) => {
       if (!observing) await observerReady;
       const v = validateRefundRequest(key, request);
-      const outcome = await runMovement(env, REFUND, v);
+      REFUND.requireProvider(env.provider);
+      const outcome = await processOperation(env, REFUND_OPERATION, v, sharedAttempts);
       return {
         status: outcome.status,
         httpStatus: outcome.httpStatus,
@@ -262,7 +249,8 @@ export function createChargeEngine(options: ChargeEngineOptions): ChargeEngine {
     processCapture: async (key, request) => {
       if (!observing) await observerReady;
       const v = validateCaptureRequest(key, request);
-      const outcome = await runMovement(env, CAPTURE, v);
+      CAPTURE.requireProvider(env.provider);
+      const outcome = await processOperation(env, CAPTURE_OPERATION, v, sharedAttempts);
       return {
         status: outcome.status,
         httpStatus: outcome.httpStatus,
@@ -307,18 +295,6 @@ export function createChargeEngine(options: ChargeEngineOptions): ChargeEngine {
       await pools?.end();
     },
   };
-}
-
-async function attemptUntilSettled(
-  env: EngineEnv,
-  v: ReturnType<typeof validateChargeRequest>,
-): Promise<ChargeOutcome> {
-  for (let races = 0; races < MAX_LOST_RACES; races++) {
-    const result = await runAttempt(env, v);
-    if (result.kind === 'outcome') return result.outcome;
-  }
-  // Keys keep changing hands under us: let the caller come back shortly.
-  throw new IdempotencyKeyInUseError(100);
 }
 
 function buildEnv(options: ChargeEngineOptions): EngineEnv {

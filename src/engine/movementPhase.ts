@@ -25,6 +25,11 @@ import {
   type MovementResult,
 } from './movementDefinitions.js';
 import type { Reservation } from '../store/reservation.js';
+import { hookTransaction, type HookTransaction } from './hookTransaction.js';
+import { movementHooksOf } from './movementClaim.js';
+import type { MovementHookContext } from './movementTypes.js';
+import { observePhase } from './observeCharge.js';
+import { releaseAfterFailure } from './releaseQuietly.js';
 
 /** A refund or capture whose key this attempt holds, at `reserved`. */
 export type OwnedMovement = LeasedKey & {
@@ -156,7 +161,11 @@ function obtain(
   });
 }
 
-/** Stores the result, fenced, and gives the reservation back to the charge (see the SQL). */
+/**
+ * Stores the result, fenced, and gives the reservation back to the charge (see the SQL), with the
+ * caller's `complete` (a provider answer) or `cancel` hook in the same transaction; then the
+ * fenced write goes first, so a zombie's hook never runs. A refusal runs no hook.
+ */
 async function complete(
   env: EngineEnv,
   owned: OwnedMovement,
@@ -180,18 +189,85 @@ async function complete(
     capturedMinor:
       owned.def.kind === 'capture' && result.status === 'succeeded' ? result.amountMinor : null,
   };
+  const hook = hookFor(env, owned, source, result);
   const pools = await env.pools();
   if (env.faults?.shouldCrash('beforeCompleteCommit', owned.scoped)) {
     return crashBeforeCommit(env, async (tx) => {
       await tx.query(completeMovementQuery(env.tables, completion));
+      if (hook) await hook(hookTransaction(tx));
     });
   }
-  const completed = await withStore(() =>
-    completeMovement({ pg: pools.pg, slonik: pools.slonik }, env.tables, completion),
+  await observePhase(
+    env,
+    'complete',
+    owned.scoped,
+    () =>
+      withStore(async () => {
+        if (!hook) {
+          const done = await completeMovement(
+            { pg: pools.pg, slonik: pools.slonik },
+            env.tables,
+            completion,
+          );
+          if (!done) throw lostLease(env, heldKeyOf(owned));
+          return;
+        }
+        try {
+          await pools.slonik.transaction(async (tx) => {
+            const done = await completeMovement({ pg: null, slonik: tx }, env.tables, completion);
+            if (!done) throw lostLease(env, heldKeyOf(owned));
+            await hook(hookTransaction(tx));
+          });
+        } catch (error) {
+          // The hook failed and the phase rolled back; the key stays `reserved`, still held.
+          await releaseAfterFailure(env, owned, error);
+          throw error;
+        }
+      }),
+    hook !== undefined,
   );
-  if (!completed) throw lostLease(env, heldKeyOf(owned));
   crashPoint(env, 'afterCompleteCommit', owned.scoped);
   return { result, httpStatus, body, source };
+}
+
+/** The caller's hook for this ending of the movement, bound to its context; none for a refusal. */
+function hookFor(
+  env: EngineEnv,
+  owned: OwnedMovement,
+  source: MovementPhaseResult['source'],
+  result: MovementResult,
+): ((tx: HookTransaction) => Promise<void>) | undefined {
+  const hooks = movementHooksOf(env, owned.def);
+  const { held } = owned;
+  if (result.status === 'refused' || held.amountMinor === null || held.currency === null) {
+    return undefined;
+  }
+  const ctx: MovementHookContext = {
+    merchantId: owned.scoped.merchantId,
+    operation: owned.def.kind,
+    key: owned.scoped.key,
+    movementId: owned.movementId,
+    chargeId: owned.chargeId,
+    providerKey: owned.providerKey,
+    amountMinor: held.amountMinor,
+    currency: held.currency,
+    reason: owned.reason,
+  };
+  if (result.status === 'cancelled') {
+    const cancel = hooks.cancel;
+    return cancel && ((tx) => cancel(tx, ctx));
+  }
+  const completeHook = hooks.complete;
+  const providerMovementId = result.providerMovementId;
+  if (!completeHook || providerMovementId === null) return undefined;
+  return (tx) =>
+    completeHook(tx, {
+      ...ctx,
+      status: result.status === 'succeeded' ? 'succeeded' : 'failed',
+      providerMovementId,
+      failureCode: result.failureCode,
+      adopted: source === 'adopted',
+    });
 }
 
 /** The movement as a held key, for parking and lease events. */

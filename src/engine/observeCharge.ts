@@ -1,38 +1,36 @@
 import type { Attributes } from '@opentelemetry/api';
 import { errorType } from '../observability/observer.js';
+import type { ScopedKey } from '../store/keyState.js';
 import type { EngineEnv } from './engineEnv.js';
-import type { ChargeOutcome } from './types.js';
 
-/** The attributes every span of one charge carries: never the request's amounts or metadata. */
-export function chargeAttributes(
-  env: EngineEnv,
-  scoped: { merchantId: string; key: string },
-): Attributes {
+/** The attributes every span of one call carries: never the request's amounts or metadata. */
+export function chargeAttributes(env: EngineEnv, scoped: ScopedKey): Attributes {
   const attributes: Attributes = {
     'chargeonce.merchant_id': scoped.merchantId,
-    'chargeonce.operation': env.operation,
+    'chargeonce.operation': scoped.operation,
   };
   if (env.observer.recordKeys) attributes['chargeonce.key'] = scoped.key;
   return attributes;
 }
 
 /**
- * One `processCharge` under its span (`chargeonce.process_charge`), with its outcome counted and
- * its end-to-end duration recorded (with the error code when it failed).
+ * One `processCharge` (or `processRefund`, `processCapture`) under its span (`spanName`), with
+ * its outcome counted and its end-to-end duration recorded (with the error code when it failed).
  *
  * A replay is one statement, so everything here is on its hot path and kept to what the telemetry
  * needs: the span is started and made active directly (no callback wrapped around the attempt), the
  * outcome's attributes are set once, at the end, and without a tracer or a meter nothing is done.
  */
-export async function observeCharge(
+export async function observeOperation<T extends { status: string; replayed: boolean }>(
   env: EngineEnv,
-  scoped: { merchantId: string; key: string },
-  run: () => Promise<ChargeOutcome>,
-): Promise<ChargeOutcome> {
+  spanName: string,
+  scoped: ScopedKey,
+  run: () => Promise<T>,
+): Promise<T> {
   const { observer } = env;
   const instruments = observer.instruments;
   const span = observer.tracing
-    ? observer.startSpan('chargeonce.process_charge', chargeAttributes(env, scoped))
+    ? observer.startSpan(spanName, chargeAttributes(env, scoped))
     : null;
   if (!span && !instruments) return run();
   const startedAt = performance.now();
@@ -42,11 +40,11 @@ export async function observeCharge(
       'chargeonce.outcome.status': outcome.status,
       'chargeonce.replayed': outcome.replayed,
     });
-    instruments?.charged(env.operation, outcome, (performance.now() - startedAt) / 1000);
+    instruments?.charged(scoped.operation, outcome, (performance.now() - startedAt) / 1000);
     return outcome;
   } catch (error) {
     const type = span ? observer.fail(span, error) : errorType(error);
-    instruments?.chargeFailed(env.operation, type, (performance.now() - startedAt) / 1000);
+    instruments?.chargeFailed(scoped.operation, type, (performance.now() - startedAt) / 1000);
     throw error;
   } finally {
     span?.end();
@@ -67,8 +65,9 @@ const PHASE_STATEMENT = { claim: 'INSERT', complete: 'UPDATE' } as const;
 export async function observePhase<T>(
   env: EngineEnv,
   phase: 'claim' | 'complete',
-  scoped: { merchantId: string; key: string },
+  scoped: ScopedKey,
   work: () => Promise<T>,
+  hookRuns: boolean = hookRunsIn(env, phase),
 ): Promise<T> {
   const { observer } = env;
   const instruments = observer.instruments;
@@ -78,7 +77,7 @@ export async function observePhase<T>(
   if (!span && !instruments) return work();
   const startedAt = performance.now();
   try {
-    return await (span && hookRunsIn(env, phase) ? observer.within(span, work) : work());
+    return await (span && hookRuns ? observer.within(span, work) : work());
   } catch (error) {
     if (span) observer.fail(span, error);
     throw error;
@@ -92,11 +91,11 @@ export async function observePhase<T>(
 function phaseAttributes(
   env: EngineEnv,
   phase: 'claim' | 'complete',
-  scoped: { merchantId: string; key: string },
+  scoped: ScopedKey,
 ): Attributes {
   const attributes: Attributes = {
     'chargeonce.merchant_id': scoped.merchantId,
-    'chargeonce.operation': env.operation,
+    'chargeonce.operation': scoped.operation,
     'db.system.name': 'postgresql',
     'db.collection.name': 'idempotency_keys',
     'db.operation.name': PHASE_STATEMENT[phase],
@@ -105,7 +104,7 @@ function phaseAttributes(
   return attributes;
 }
 
-/** The caller's `reserve` hook runs in the claim's transaction, its `complete` hook in the completion's. */
+/** A charge's `reserve` hook runs in the claim's transaction, its `complete` hook in the completion's. */
 function hookRunsIn(env: EngineEnv, phase: 'claim' | 'complete'): boolean {
   return phase === 'claim'
     ? env.hooks.reserve !== undefined && !env.separateClaim

@@ -1,5 +1,6 @@
 import type { PoolInput } from '../store/resolvePool.js';
 import type { HookTransaction } from './hookTransaction.js';
+import type { MovementHooks } from './movementTypes.js';
 import type { ChargeOnceEvent } from '../observability/events.js';
 import type { EventLogger } from '../observability/eventSink.js';
 import type { TelemetryOptions } from '../observability/observer.js';
@@ -64,6 +65,10 @@ export type ChargeHooks = {
    * before the provider made it: release what `reserve` held.
    */
   cancel?: (tx: HookTransaction, ctx: HookContext) => Promise<void>;
+  /** The hooks of refunds (`processRefund`), in their phases' transactions. */
+  refund?: MovementHooks;
+  /** The hooks of captures (`processCapture`), in their phases' transactions. */
+  capture?: MovementHooks;
 };
 
 export const CRASH_POINTS = [

@@ -4,7 +4,6 @@ import type { ScopedKey } from '../store/keyState.js';
 import { markWaiting } from '../store/markWaiting.js';
 import { withStore } from '../store/storeErrors.js';
 import type { EngineEnv } from './engineEnv.js';
-import type { ChargeOutcome } from './types.js';
 
 /**
  * The longest a marked waiter sleeps without a notification: a safety net. A listener that drops
@@ -65,12 +64,12 @@ export async function waitInProgress<T>(
  * when it settles — the in-process side of waking on commit, so a storm of callers costs one
  * claim, not one each. If the shared attempt fails, each waiter makes its own.
  */
-export async function joinOrRun(
-  running: Map<string, Promise<ChargeOutcome>>,
+export async function joinOrRun<T extends { replayed: boolean }>(
+  running: Map<string, Promise<T>>,
   id: string,
   waitMs: number,
-  run: () => Promise<ChargeOutcome>,
-): Promise<ChargeOutcome> {
+  run: () => Promise<T>,
+): Promise<T> {
   const shared = running.get(id);
   if (shared) {
     // A joiner waits no longer than its own `waitMs`, as it would on a key held elsewhere.

@@ -109,7 +109,7 @@ function claimText(keys: string, charges: string, movements: string): string {
  * captured amount (`$10`, what the provider captured). A refused movement held nothing.
  *
  * Parameters: merchant, operation, key, lock token, movement status, provider movement id,
- * failure code, response status, response body, captured amount.
+ * failure code, response status, response body, captured amount, refusal (a `reserve` hook's).
  */
 function completeText(keys: string, charges: string, movements: string, schema: string): string {
   return `
@@ -123,7 +123,7 @@ function completeText(keys: string, charges: string, movements: string, schema: 
     ), moved AS (
       UPDATE ${movements} m
       SET status = $5::text, provider_movement_id = $6::text, failure_code = $7::text,
-        updated_at = now()
+        refusal = $11::text, updated_at = now()
       FROM done
       WHERE m.merchant_id = done.merchant_id AND m.id = done.charge_id AND m.status = 'reserved'
       RETURNING m.merchant_id, m.kind, m.charge_id, m.amount_minor

@@ -78,6 +78,8 @@ export type MovementCompletion = ScopedKey & {
   responseBody: string;
   /** What the provider captured (a succeeded capture), else null. */
   capturedMinor: number | null;
+  /** Why a reserved movement ends `refused` (a `reserve` hook's rejection); else absent. */
+  refusal?: string | null;
 };
 
 /** Either way to PostgreSQL: a node-postgres pool (prepared statements) or slonik. */
@@ -164,6 +166,7 @@ function completionValues(input: MovementCompletion): unknown[] {
     input.responseStatus,
     input.responseBody,
     input.capturedMinor,
+    input.refusal ?? null,
   ];
 }
 

@@ -1,0 +1,180 @@
+import { randomUUID } from 'node:crypto';
+import { IdempotencyKeyInUseError } from '../errors.js';
+import type { ScopedKey } from '../store/keyState.js';
+import { crashPoint, stallPoint } from './chargePhase.js';
+import type { EngineEnv } from './engineEnv.js';
+import { examineExistingKey, type ExistingKey } from './existingKey.js';
+import { joinOrRun, waitInProgress } from './waitInProgress.js';
+import { observeOperation } from './observeCharge.js';
+
+/** A request after validation: its key, canonical text and fingerprint. */
+export type KeyedRequest<R> = { key: string; request: R; canonical: string; fingerprint: string };
+
+/** What every outcome shares: how the engine and its telemetry read it. */
+export type OperationOutcome = { status: string; httpStatus: number; replayed: boolean };
+
+/** What an operation's claim statement found or did. */
+export type ClaimRead<Owned, Outcome, State> =
+  /** A new key, owned by this attempt, committed at `point` (with its reservation at `reserved`). */
+  | { kind: 'claimed'; owned: Owned; point: 'started' | 'reserved'; subjectId: string }
+  /** A new key that ended in the claim's own commit (a `reserve` hook rejected it). */
+  | { kind: 'response'; outcome: Outcome }
+  /** The key was there: `key` is what every operation reads of it, `state` the rest. */
+  | { kind: 'existing'; key: ExistingKey; state: State; storedRequest: string | null }
+  /** The key was there and then gone before it could be read: look again. */
+  | { kind: 'vanished' };
+
+/** A key this attempt took over (fenced by its new lock token), and where it resumes. */
+export type TakenOver<Owned> = {
+  owned: Owned;
+  from: 'started' | 'reserved';
+  attempt: number;
+};
+
+/**
+ * One operation (a charge, a refund, a capture) as the phase machine runs it. The machine does
+ * what is the same for all: the lock token of each attempt, reading an existing key (replay, 422,
+ * 409, 410, parked), taking over an abandoned one, the crash points after the claim, events,
+ * lost races, waiting on a key in progress, the operation's span and metrics. The definition
+ * brings its statements (the claim that reserves in the same commit, the takeover), its replay
+ * and its phases from the recovery point the key is at (provider, then completion).
+ */
+export type OperationDefinition<R, State, Owned, Outcome extends OperationOutcome> = {
+  /** The stored operation name of its keys. */
+  operation(env: EngineEnv): string;
+  /** The span of one call: `chargeonce.process_charge`, `chargeonce.process_refund`, … */
+  spanName: string;
+  claim(
+    env: EngineEnv,
+    v: KeyedRequest<R>,
+    scoped: ScopedKey,
+    lockToken: string,
+  ): Promise<ClaimRead<Owned, Outcome, State>>;
+  /** The stored outcome of a completed key, as a replay. */
+  replay(state: State, v: KeyedRequest<R>): Outcome;
+  /** Takes over a resumable key; null when another attempt took it or it completed first. */
+  takeOver(
+    env: EngineEnv,
+    v: KeyedRequest<R>,
+    scoped: ScopedKey,
+    lockToken: string,
+    state: State,
+  ): Promise<TakenOver<Owned> | null>;
+  /** Runs the owned key's phases, from its recovery point, to the outcome. */
+  finish(env: EngineEnv, owned: Owned, v: KeyedRequest<R>): Promise<Outcome>;
+  /** The id an outcome's events name (the charge's, the refund's, the capture's). */
+  subjectOf(outcome: Outcome): string;
+};
+
+/** A lost race (the key vanished or was taken between two reads) is retried this many times. */
+const MAX_LOST_RACES = 5;
+
+/**
+ * Runs an operation once for its key, however many times it is called: under its span, waiting
+ * on a key in progress when the engine's `inProgress` policy says so (callers of this engine
+ * with the same key and request share one attempt), until an attempt settles.
+ */
+export function processOperation<R, State, Owned, Outcome extends OperationOutcome>(
+  env: EngineEnv,
+  def: OperationDefinition<R, State, Owned, Outcome>,
+  v: KeyedRequest<R> & { request: { merchantId: string } },
+  sharedAttempts: Map<string, Promise<OperationOutcome>>,
+): Promise<Outcome> {
+  const scoped: ScopedKey = {
+    merchantId: v.request.merchantId,
+    operation: def.operation(env),
+    key: v.key,
+  };
+  const policy = env.inProgress;
+  if (policy === 'reject') {
+    return observeOperation(env, def.spanName, scoped, () => settle(env, def, v, scoped));
+  }
+  return observeOperation(env, def.spanName, scoped, () =>
+    joinOrRun(
+      sharedAttempts as Map<string, Promise<Outcome>>,
+      `${scoped.operation}\n${scoped.merchantId}\n${scoped.key}\n${v.fingerprint}`,
+      policy.waitMs,
+      () => waitInProgress(env, scoped, policy.waitMs, () => settle(env, def, v, scoped)),
+    ),
+  );
+}
+
+/** Attempts until one settles; keys that keep changing hands under us end in a 409. */
+async function settle<R, State, Owned, Outcome extends OperationOutcome>(
+  env: EngineEnv,
+  def: OperationDefinition<R, State, Owned, Outcome>,
+  v: KeyedRequest<R>,
+  scoped: ScopedKey,
+): Promise<Outcome> {
+  for (let races = 0; races < MAX_LOST_RACES; races++) {
+    const outcome = await attempt(env, def, v, scoped);
+    if (outcome) return outcome;
+  }
+  throw new IdempotencyKeyInUseError(100);
+}
+
+/**
+ * One attempt: claim (or replay, refuse, take over), then the phases from the recovery point the
+ * key is at, each committed with its work. Null when it lost a race and must look again.
+ */
+async function attempt<R, State, Owned, Outcome extends OperationOutcome>(
+  env: EngineEnv,
+  def: OperationDefinition<R, State, Owned, Outcome>,
+  v: KeyedRequest<R>,
+  scoped: ScopedKey,
+): Promise<Outcome | null> {
+  // A new token per attempt: it fences every write, so an attempt whose lease was taken over
+  // cannot write again.
+  const lockToken = randomUUID();
+  const claim = await def.claim(env, v, scoped, lockToken);
+  switch (claim.kind) {
+    case 'vanished':
+      return null;
+    case 'response':
+      return claim.outcome;
+    case 'claimed':
+      env.observer.event({
+        type: 'claimed',
+        ...scoped,
+        chargeId: claim.subjectId,
+        from: 'new',
+        attempt: 1,
+      });
+      env.observer.annotate({ 'chargeonce.recovery_point': 'new', 'chargeonce.attempt': 1 });
+      crashPoint(env, 'afterClaimCommit', scoped);
+      // Without `separateClaim` the reservation committed with the claim.
+      if (claim.point === 'reserved') crashPoint(env, 'afterReserveCommit', scoped);
+      // A claim whose COMMIT was acknowledged late: the lease ran meanwhile.
+      await stallPoint(env, 'afterClaimCommit', scoped);
+      return def.finish(env, claim.owned, v);
+    case 'existing':
+      break;
+  }
+  if (examineExistingKey(env, scoped, claim.key, claim.storedRequest, v) === 'completed') {
+    const outcome = def.replay(claim.state, v);
+    env.observer.annotate({ 'chargeonce.recovery_point': 'completed' });
+    env.observer.event({
+      type: 'replayed',
+      ...scoped,
+      chargeId: def.subjectOf(outcome),
+      status: outcome.status,
+      httpStatus: outcome.httpStatus,
+    });
+    return outcome;
+  }
+  const taken = await def.takeOver(env, v, scoped, lockToken, claim.state);
+  if (!taken) return null;
+  env.observer.event({
+    type: 'claimed',
+    ...scoped,
+    chargeId: claim.key.subjectId,
+    from: taken.from,
+    attempt: taken.attempt,
+  });
+  env.observer.annotate({
+    'chargeonce.recovery_point': taken.from,
+    'chargeonce.attempt': taken.attempt,
+  });
+  await stallPoint(env, 'afterClaimCommit', scoped);
+  return def.finish(env, taken.owned, v);
+}
