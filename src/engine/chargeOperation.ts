@@ -122,33 +122,24 @@ export const CHARGE: OperationDefinition<ChargeRequest, KeyState, OwnedChargeKey
     }
   },
   replay: (state) => replayOf(state),
-  takeOver: async (env, v, scoped, lockToken, state) => {
-    const takeOverSentAt = env.clock.now();
-    const pool = await env.pool();
-    const taken = await withStore(() =>
-      takeOverKey(pool, env.tables, {
-        ...scoped,
-        requestHash: v.fingerprint,
-        lockToken,
-        leaseMs: env.leaseMs,
-      }),
-    );
+  takeOver: async (env, input, lease, _v, state) => {
+    const taken = await takeOverKey(await env.pool(), env.tables, input);
     if (!taken) return null;
     return {
       from: taken.recoveryPoint,
       attempt: state.attempts + 1,
       owned: {
-        scoped,
-        lockToken,
+        scoped: { merchantId: input.merchantId, operation: input.operation, key: input.key },
+        lockToken: input.lockToken,
         point: taken.recoveryPoint,
         chargeId: taken.chargeId,
         // Stored with the intent; derived the same way when the intent is not written yet.
         providerKey:
           taken.providerKey ??
-          deriveProviderKey(scoped.merchantId, scoped.operation, scoped.key, taken.chargeId),
+          deriveProviderKey(input.merchantId, input.operation, input.key, taken.chargeId),
         // At `started` no intent was written, so no attempt can have called the provider.
         providerMayHaveCharged: taken.recoveryPoint === 'reserved',
-        lease: { setAt: takeOverSentAt },
+        lease,
         reservation: taken.reservation,
       },
     };

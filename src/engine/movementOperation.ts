@@ -5,7 +5,6 @@ import {
   type MovementKeyState,
   type StoredMovementStatus,
 } from '../store/movementStore.js';
-import { withStore } from '../store/storeErrors.js';
 import type { MovementDefinition } from './movementDefinitions.js';
 import { claimMovementPhase } from './movementClaim.js';
 import { movementPhase, type OwnedMovement } from './movementPhase.js';
@@ -99,27 +98,19 @@ export function movementOperation(
       }
     },
     replay: (state, v) => replayOf(state, v.request.chargeId),
-    takeOver: async (env, v, scoped, lockToken) => {
-      const takeOverSentAt = env.clock.now();
-      const taken = await withStore(async () =>
-        takeOverMovement(await env.pool(), env.tables, {
-          ...scoped,
-          requestHash: v.fingerprint,
-          lockToken,
-          leaseMs: env.leaseMs,
-        }),
-      );
+    takeOver: async (env, input, lease, v) => {
+      const taken = await takeOverMovement(await env.pool(), env.tables, input);
       if (!taken) return null;
       return {
         from: 'reserved',
         attempt: taken.attempts,
         owned: {
-          scoped,
-          lockToken,
+          scoped: { merchantId: input.merchantId, operation: input.operation, key: input.key },
+          lockToken: input.lockToken,
           def,
           chargeId: v.request.chargeId,
           reason: v.request.reason ?? null,
-          lease: { setAt: takeOverSentAt },
+          lease,
           movementId: taken.movementId,
           providerKey: taken.providerKey,
           held: taken.movement,

@@ -3,6 +3,8 @@ import { IdempotencyKeyInUseError } from '../errors.js';
 import type { ScopedKey } from '../store/keyState.js';
 import { crashPoint, stallPoint } from './chargePhase.js';
 import type { EngineEnv } from './engineEnv.js';
+import type { HeldLease } from './lease.js';
+import { withStore } from '../store/storeErrors.js';
 import { examineExistingKey, type ExistingKey } from './existingKey.js';
 import { joinOrRun, waitInProgress } from './waitInProgress.js';
 import { observeOperation } from './observeCharge.js';
@@ -23,6 +25,9 @@ export type ClaimRead<Owned, Outcome, State> =
   | { kind: 'existing'; key: ExistingKey; state: State; storedRequest: string | null }
   /** The key was there and then gone before it could be read: look again. */
   | { kind: 'vanished' };
+
+/** What the takeover statement of every operation is given. */
+export type TakeOverInput = ScopedKey & { requestHash: string; lockToken: string; leaseMs: number };
 
 /** A key this attempt took over (fenced by its new lock token), and where it resumes. */
 export type TakenOver<Owned> = {
@@ -52,12 +57,16 @@ export type OperationDefinition<R, State, Owned, Outcome extends OperationOutcom
   ): Promise<ClaimRead<Owned, Outcome, State>>;
   /** The stored outcome of a completed key, as a replay. */
   replay(state: State, v: KeyedRequest<R>): Outcome;
-  /** Takes over a resumable key; null when another attempt took it or it completed first. */
+  /**
+   * Takes over a resumable key with its statement (`takeOver`: a new lock token and lease, for
+   * this request only) and the lease it sets; null when another attempt took the key or it
+   * completed first.
+   */
   takeOver(
     env: EngineEnv,
+    takeOver: TakeOverInput,
+    lease: HeldLease,
     v: KeyedRequest<R>,
-    scoped: ScopedKey,
-    lockToken: string,
     state: State,
   ): Promise<TakenOver<Owned> | null>;
   /** Runs the owned key's phases, from its recovery point, to the outcome. */
@@ -162,7 +171,10 @@ async function attempt<R, State, Owned, Outcome extends OperationOutcome>(
     });
     return outcome;
   }
-  const taken = await def.takeOver(env, v, scoped, lockToken, claim.state);
+  // Read before the pool is asked for a connection: the lease is measured from here.
+  const lease: HeldLease = { setAt: env.clock.now() };
+  const input = { ...scoped, requestHash: v.fingerprint, lockToken, leaseMs: env.leaseMs };
+  const taken = await withStore(() => def.takeOver(env, input, lease, v, claim.state));
   if (!taken) return null;
   env.observer.event({
     type: 'claimed',
