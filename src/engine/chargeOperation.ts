@@ -71,23 +71,29 @@ export const CHARGE: OperationDefinition<ChargeRequest, KeyState, OwnedChargeKey
     const pools = await env.pools();
     const pool = pools.slonik;
     const reserveHook = reserve ? env.hooks.reserve : undefined;
-    const result = await observePhase(env, 'claim', scoped, () =>
-      withStore(async () => {
-        if (!reserveHook) return claimKey(pool, env.tables, input, fastClaim(env, pools));
-        // With a hook the claim, the intent and the caller's SQL share one explicit transaction.
-        return pool.transaction(async (tx) => {
-          const claim = await claimKey(tx, env.tables, input);
-          if (claim.kind !== 'claimed') return claim;
-          const rejected = await runReserveHook(tx, env, {
-            scoped,
-            lockToken,
-            chargeId,
-            providerKey,
-            request: v.request,
+    const result = await observePhase(
+      env,
+      'claim',
+      scoped,
+      () =>
+        withStore(async () => {
+          if (!reserveHook) return claimKey(pool, env.tables, input, fastClaim(env, pools));
+          // With a hook the claim, the intent and the caller's SQL share one explicit transaction.
+          return pool.transaction(async (tx) => {
+            const claim = await claimKey(tx, env.tables, input);
+            if (claim.kind !== 'claimed') return claim;
+            const rejected = await runReserveHook(tx, env, {
+              scoped,
+              lockToken,
+              chargeId,
+              providerKey,
+              request: v.request,
+            });
+            return rejected ? { kind: 'rejected' as const, outcome: rejected } : claim;
           });
-          return rejected ? { kind: 'rejected' as const, outcome: rejected } : claim;
-        });
-      }),
+        }),
+      undefined,
+      (claim) => claim.kind === 'existing' && claim.state.recoveryPoint === 'completed',
     );
     switch (result.kind) {
       case 'claimed': {

@@ -103,5 +103,6 @@ export async function claimMovementPhase(
         });
       }),
     hook !== undefined,
+    (claim) => claim.kind === 'existing' && claim.state.recoveryPoint === 'completed',
   );
 }

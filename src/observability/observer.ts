@@ -36,9 +36,10 @@ export type Observer = {
   /**
    * Starts a span named `name`, a child of the active one, without making it active (see
    * `within`): for the hot path, which ends its spans itself (`fail`, `end`) rather than through
-   * a callback. Null without a tracer.
+   * a callback. `startTime` (a `performance.now()` reading) backdates a span started only once
+   * its work is known to deserve one. Null without a tracer.
    */
-  startSpan(name: string, attributes: Attributes): Span | null;
+  startSpan(name: string, attributes: Attributes, startTime?: number): Span | null;
   /** Runs `work` with `span` active, so that the spans started inside it are its children. */
   within<T>(span: Span, work: () => Promise<T>): Promise<T>;
   /** Marks `span` as failed with `error`'s code (`error.type`, status ERROR); returns the code. */
@@ -85,8 +86,10 @@ export async function createObserver(options: {
   const instruments = meter ? createInstruments(meter) : null;
   const statusError = otel?.SpanStatusCode.ERROR ?? 2;
 
-  const startSpan = (name: string, attributes: Attributes): Span | null =>
-    tracer ? tracer.startSpan(name, { attributes }) : null;
+  const startSpan = (name: string, attributes: Attributes, startTime?: number): Span | null =>
+    tracer
+      ? tracer.startSpan(name, startTime === undefined ? { attributes } : { attributes, startTime })
+      : null;
   // Without the API there is no context to carry the span in: its children become roots.
   const within = <T>(span: Span, work: () => Promise<T>): Promise<T> =>
     otel ? otel.context.with(otel.trace.setSpan(otel.context.active(), span), work) : work();
