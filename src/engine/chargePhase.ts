@@ -1,6 +1,6 @@
 import { hookTransaction, type HookTransaction } from './hookTransaction.js';
 import { ChargeNeedsAttentionError, SimulatedCrashError } from '../errors.js';
-import { ProviderTransientError, type CreateChargeInput } from '../provider/PaymentProvider.js';
+import type { CreateChargeInput } from '../provider/PaymentProvider.js';
 import type { ChargeRequest } from '../request.js';
 import { completeKey, completeKeyPrepared, type CompletionInput } from '../store/completeKey.js';
 import type { Reservation } from '../store/reservation.js';
@@ -18,7 +18,7 @@ import {
   parkRefusedAnswer,
   type HeldKey,
 } from './parkKey.js';
-import { chargeAttributes, observePhase } from './observeCharge.js';
+import { observePhase, observeProvider } from './observeCharge.js';
 import { releaseAfterFailure } from './releaseQuietly.js';
 import type { ChargeOutcome, CrashPoint } from './types.js';
 
@@ -254,35 +254,8 @@ function obtainProviderCharge(
     whenNotFound,
     find: (opts) => provider.findCharge(charge.providerKey, opts),
     create: (opts) => provider.createCharge(input, opts),
-    observe: (call, work) => observeProvider(env, charge, call, work),
+    observe: (call, work) => observeProvider(env, charge.scoped, call, work),
   });
-}
-
-/** One provider call under its span (`chargeonce.provider.find` / `.create`), timed. */
-async function observeProvider<T>(
-  env: EngineEnv,
-  charge: OwnedCharge,
-  call: 'find' | 'create',
-  work: () => Promise<T>,
-): Promise<T> {
-  const startedAt = performance.now();
-  let outcome = 'answered';
-  try {
-    return await env.observer.span(
-      `chargeonce.provider.${call}`,
-      chargeAttributes(env, charge.scoped),
-      work,
-    );
-  } catch (error) {
-    outcome = error instanceof ProviderTransientError ? 'transient' : 'error';
-    throw error;
-  } finally {
-    env.observer.instruments?.providerDuration(
-      (performance.now() - startedAt) / 1000,
-      call,
-      outcome,
-    );
-  }
 }
 
 /** The unique index on a merchant's provider charge ids refused the completion. */

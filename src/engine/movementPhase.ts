@@ -28,7 +28,7 @@ import type { Reservation } from '../store/reservation.js';
 import { hookTransaction, type HookTransaction } from './hookTransaction.js';
 import { movementHooksOf } from './movementClaim.js';
 import type { MovementHookContext } from './movementTypes.js';
-import { observePhase } from './observeCharge.js';
+import { observePhase, observeProvider } from './observeCharge.js';
 import { releaseAfterFailure } from './releaseQuietly.js';
 
 /** A refund or capture whose key this attempt holds, at `reserved`. */
@@ -158,6 +158,7 @@ function obtain(
     whenNotFound,
     find: (opts) => owned.def.find(env.provider, ctx, opts),
     create: (opts) => owned.def.create(env.provider, ctx, opts),
+    observe: (call, work) => observeProvider(env, owned.scoped, call, work),
   });
 }
 

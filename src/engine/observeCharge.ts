@@ -1,5 +1,6 @@
 import type { Attributes } from '@opentelemetry/api';
 import { errorType } from '../observability/observer.js';
+import { ProviderTransientError } from '../provider/PaymentProvider.js';
 import type { ScopedKey } from '../store/keyState.js';
 import type { EngineEnv } from './engineEnv.js';
 
@@ -153,4 +154,31 @@ function hookRunsIn(env: EngineEnv, phase: 'claim' | 'complete'): boolean {
   return phase === 'claim'
     ? env.hooks.reserve !== undefined && !env.separateClaim
     : env.hooks.complete !== undefined;
+}
+
+/** One provider call under its span (`chargeonce.provider.find` / `.create`), timed. */
+export async function observeProvider<T>(
+  env: EngineEnv,
+  scoped: ScopedKey,
+  call: 'find' | 'create',
+  work: () => Promise<T>,
+): Promise<T> {
+  const startedAt = performance.now();
+  let outcome = 'answered';
+  try {
+    return await env.observer.span(
+      `chargeonce.provider.${call}`,
+      chargeAttributes(env, scoped),
+      work,
+    );
+  } catch (error) {
+    outcome = error instanceof ProviderTransientError ? 'transient' : 'error';
+    throw error;
+  } finally {
+    env.observer.instruments?.providerDuration(
+      (performance.now() - startedAt) / 1000,
+      call,
+      outcome,
+    );
+  }
 }

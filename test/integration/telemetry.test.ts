@@ -169,6 +169,38 @@ describe('OpenTelemetry', () => {
     );
   });
 
+  it('a refund: its own span with claim, provider and completion children; counted by operation', async () => {
+    const { engine } = engineWith();
+    const merchantId = 'm_otel_refund';
+    const charge = await engine.processCharge(aKey(), aRequest({ merchantId, amountMinor: 500 }));
+    const key = aKey();
+    const request = { merchantId, chargeId: charge.chargeId, amountMinor: 200 };
+    spans.reset();
+
+    await engine.processRefund(key, request);
+    const root = only('chargeonce.process_refund');
+    const children = ['chargeonce.claim', 'chargeonce.provider.create', 'chargeonce.complete'];
+    for (const child of children) {
+      expect(parentOf(only(child)), child).toBe(root.spanContext().spanId);
+      expect(only(child).attributes['chargeonce.operation'], child).toBe('refund');
+    }
+    expect(root.attributes).toMatchObject({
+      'chargeonce.operation': 'refund',
+      'chargeonce.outcome.status': 'succeeded',
+      'chargeonce.replayed': false,
+      'chargeonce.recovery_point': 'new',
+    });
+    spans.reset();
+
+    await engine.processRefund(key, request);
+    expect(spans.getFinishedSpans().map((span) => span.name)).toEqual([
+      'chargeonce.process_refund',
+    ]);
+    const counted = { 'chargeonce.operation': 'refund', 'chargeonce.outcome.status': 'succeeded' };
+    expect(await sum('chargeonce.charges', { ...counted, 'chargeonce.replayed': false })).toBe(1);
+    expect(await sum('chargeonce.charges', { ...counted, 'chargeonce.replayed': true })).toBe(1);
+  });
+
   it('a 409 and a 422 end their spans with the error code, and are counted', async () => {
     const { engine, provider } = engineWith({ leaseMs: 2_000, providerTimeoutMs: 300 });
     const used = aKey();
