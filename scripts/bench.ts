@@ -4,6 +4,7 @@
 // run only) and .bench/results*.json. See parseBenchOptions for the flags and BENCHMARKS.md for
 // the method.
 import { mkdir, writeFile } from 'node:fs/promises';
+import { loadBaseEngine } from './bench/baseEngine.js';
 import { createBenchDatabase, emptyTables, migrateSchemas } from './bench/benchDatabase.js';
 import type {
   BenchResults,
@@ -49,6 +50,7 @@ try {
   process.exit(2);
 }
 
+if (options.base !== null) await loadBaseEngine(options.base);
 const startedAt = new Date();
 const server = await startDatabase();
 const database = await createBenchDatabase(server.url);
@@ -272,9 +274,14 @@ async function writeOutputs(results: BenchResults, opts: BenchOptions): Promise<
     await writeFile(new URL('BENCHMARKS.md', ROOT), report);
     console.log('wrote BENCHMARKS.md');
   }
-  const ratios = engineOverFloor(results);
-  if (ratios) {
-    console.log('\nengine ÷ floor (node-postgres prepared), medians of per-round ratios:');
+  const against = [
+    ['floor', 'engine ÷ floor (node-postgres prepared)'],
+    ['engine-base', `engine ÷ engine-base (the engine of ${options.base ?? ''})`],
+  ] as const;
+  for (const [baseline, title] of against) {
+    const ratios = engineOverFloor(results, baseline);
+    if (!ratios) continue;
+    console.log(`\n${title}, medians of per-round ratios:`);
     console.log(
       `  ${''.padEnd(48)}${ratios.columns.map((c) => `${c.scenario} c${c.concurrency}`.padStart(11)).join('')}`,
     );

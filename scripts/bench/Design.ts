@@ -3,10 +3,12 @@ import type { ChargeRequest } from '../../src/request.js';
 /**
  * The designs measured side by side. `floor` and `naive` send node-postgres named prepared
  * statements (the strongest baselines); the `-slonik` ones are the same designs on slonik, the
- * engine's own SQL layer, with SQL text planned on every call.
+ * engine's own SQL layer, with SQL text planned on every call. `engine-base` is the engine of
+ * another commit (`--base REV`), only when asked for.
  */
 export const DESIGN_NAMES = [
   'engine',
+  'engine-base',
   'engine-otel',
   'engine-wait',
   'floor',
@@ -19,6 +21,7 @@ export type DesignName = (typeof DESIGN_NAMES)[number];
 /** The schema each design writes to: one migration in each, so the tables are identical. */
 export const DESIGN_SCHEMAS: Readonly<Record<DesignName, string>> = {
   engine: 'chargeonce',
+  'engine-base': 'bench_engine_base',
   'engine-otel': 'bench_engine_otel',
   'engine-wait': 'bench_engine_wait',
   floor: 'bench_floor',

@@ -4,6 +4,7 @@ import { sql, type DatabasePool } from 'slonik';
 import { migrate } from '../../src/index.js';
 import { tablesIn } from '../../src/store/tables.js';
 import { adminQuery, dropDatabase, urlForDatabase } from '../../test/support/postgres.js';
+import { maybeBaseEngine } from './baseEngine.js';
 import { DESIGN_SCHEMAS } from './Design.js';
 
 /** A database of the bench's own on the server, dropped at the end. */
@@ -19,11 +20,22 @@ export async function createBenchDatabase(serverUrl: string): Promise<BenchDatab
   return { url: urlForDatabase(serverUrl, name), drop: () => dropDatabase(serverUrl, name) };
 }
 
-const SCHEMAS = Object.values(DESIGN_SCHEMAS);
+const BASE_SCHEMA = DESIGN_SCHEMAS['engine-base'];
+const SCHEMAS = Object.values(DESIGN_SCHEMAS).filter((schema) => schema !== BASE_SCHEMA);
 
-/** The same migration in every design's schema: the designs write identical tables and indexes. */
+/** The schemas in use: the base engine's only with `--base`. */
+function schemasInUse(): string[] {
+  return maybeBaseEngine() ? [...SCHEMAS, BASE_SCHEMA] : SCHEMAS;
+}
+
+/**
+ * The same migration in every design's schema: the designs write identical tables and indexes.
+ * The base engine's schema gets the base's own migrations (the tables it was written for).
+ */
 export async function migrateSchemas(pool: DatabasePool): Promise<void> {
   for (const schema of SCHEMAS) await migrate(pool, { schema });
+  const base = maybeBaseEngine();
+  if (base) await base.module.migrate(pool, { schema: BASE_SCHEMA });
 }
 
 /**
@@ -31,7 +43,7 @@ export async function migrateSchemas(pool: DatabasePool): Promise<void> {
  * grow alike within it.
  */
 export async function emptyTables(pool: DatabasePool): Promise<void> {
-  const tables = SCHEMAS.flatMap((schema) => {
+  const tables = schemasInUse().flatMap((schema) => {
     const t = tablesIn(schema);
     return [t.keys, t.charges];
   });

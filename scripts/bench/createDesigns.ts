@@ -1,3 +1,4 @@
+import { baseEngine } from './baseEngine.js';
 import type { BenchProvider } from './createBenchProvider.js';
 import { createEngineDesign } from './createEngineDesign.js';
 import { createFloorDesign } from './createFloorDesign.js';
@@ -13,6 +14,11 @@ const FACTORIES: Record<
   (connection: DesignConnection, provider: BenchProvider) => Promise<Design>
 > = {
   engine: (connection, provider) => createEngineDesign(connection, provider),
+  // The engine of the commit named by `--base`, run as shipped then.
+  'engine-base': async (connection, provider) => ({
+    ...(await createEngineDesign(connection, provider, false, 'reject', baseEngine().module)),
+    name: 'engine-base',
+  }),
   'engine-otel': createOtelEngineDesign,
   // Callers that meet a key in progress wait for its outcome, woken on the winner's commit.
   'engine-wait': async (connection, provider) => ({

@@ -1,25 +1,23 @@
-import {
-  createChargeEngine,
-  createEnginePool,
-  IdempotencyKeyInUseError,
-  IdempotencyKeyReusedError,
-  type ChargeEngine,
-  type InProgressPolicy,
-  type TelemetryOptions,
-} from '../../src/index.js';
+import * as thisEngine from '../../src/index.js';
+import type { ChargeEngine, InProgressPolicy, TelemetryOptions } from '../../src/index.js';
+import type { EngineModule } from './baseEngine.js';
 import type { BenchProvider } from './createBenchProvider.js';
 import type { Design, DesignConnection } from './Design.js';
 
 /**
  * `processCharge` as shipped: default options, no hooks, on a pool of its own made by
- * `createEnginePool`, whatever kind of pool that makes.
+ * `createEnginePool`, whatever kind of pool that makes; `lib` is this checkout's chargeonce, or
+ * another commit's (`--base`).
  */
 export async function createEngineDesign(
   connection: DesignConnection,
   provider: BenchProvider,
   telemetry: TelemetryOptions | false = false,
   inProgress: InProgressPolicy = 'reject',
+  lib: EngineModule = thisEngine,
 ): Promise<Design & { engine: ChargeEngine }> {
+  const { createChargeEngine, createEnginePool, IdempotencyKeyInUseError } = lib;
+  const { IdempotencyKeyReusedError } = lib;
   const pool = await createEnginePool(connection.url, { maximumPoolSize: connection.poolSize });
   const engine = createChargeEngine({
     pool,

@@ -1,4 +1,5 @@
 import type { BenchResults, ScenarioName } from './BenchResults.js';
+import type { DesignName } from './Design.js';
 import { summarize, type Metric } from './summarize.js';
 
 /** One column of the side-by-side ratios: a scenario at a concurrency. */
@@ -18,13 +19,16 @@ const ROWS: { label: string; metric: Metric }[] = [
 ];
 
 /**
- * The engine against the node-postgres floor, side by side for fresh charges and replays at
- * every concurrency: each ratio is the median of per-round ratios. Null when the run did not
- * measure both designs.
+ * The engine against the node-postgres floor (or another `baseline`: `engine-base`, the engine
+ * of `--base`), side by side for fresh charges and replays at every concurrency: each ratio is
+ * the median of per-round ratios. Null when the run did not measure both designs.
  */
-export function engineOverFloor(results: BenchResults): EngineOverFloor | null {
+export function engineOverFloor(
+  results: BenchResults,
+  baseline: DesignName = 'floor',
+): EngineOverFloor | null {
   const { designs, scenarios, concurrencies } = results.config;
-  if (!designs.includes('engine') || !designs.includes('floor')) return null;
+  if (!designs.includes('engine') || !designs.includes(baseline)) return null;
   const columns = (['fresh', 'replay'] as const)
     .filter((scenario) => scenarios.includes(scenario))
     .flatMap((scenario) => concurrencies.map((concurrency) => ({ scenario, concurrency })));
@@ -35,7 +39,7 @@ export function engineOverFloor(results: BenchResults): EngineOverFloor | null {
     rows: ROWS.map(({ label, metric }) => ({
       label,
       ratios: columns.map((c) =>
-        summary.ratio(c.scenario, c.concurrency, 'engine', 'floor', metric),
+        summary.ratio(c.scenario, c.concurrency, 'engine', baseline, metric),
       ),
     })),
   };

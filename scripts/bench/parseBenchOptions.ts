@@ -23,15 +23,20 @@ export type BenchOptions = {
   /** A run of every design and scenario: only such a run may write BENCHMARKS.md. */
   complete: boolean;
   note: string | null;
+  /** `--base REV`: the commit whose engine runs as `engine-base`; null without it. */
+  base: string | null;
 };
 
 export const USAGE = `Usage: npm run bench -- [--quick] [--rounds N] [--designs engine,floor,...]
                        [--scenarios fresh,replay,storm,sweep,refund] [--note TEXT]
+                       [--base REV]
 
   --quick      a smaller run (about a minute) written to .bench/ only
   --rounds N   rounds of every measurement, designs alternating (default 5; quick 3)
   --designs    only these of engine, engine-otel, engine-wait, floor, floor-slonik, naive,
-               naive-slonik (e.g. to profile one with --cpu-prof); .bench/ only
+               naive-slonik, engine-base (e.g. to profile one with --cpu-prof); .bench/ only
+  --base REV   also run the engine of commit REV (a git worktree under .bench/) as
+               engine-base, side by side with this one: is a change no slower? .bench/ only
   --scenarios  only these scenarios; .bench/ only
   --note TEXT  a sentence about the run for the report, e.g. that the machine was shared`;
 
@@ -66,7 +71,15 @@ export function parseBenchOptions(argv: readonly string[]): BenchOptions {
   const rounds = values.rounds === undefined ? size.rounds : Number(values.rounds);
   if (!Number.isInteger(rounds) || rounds < 1)
     throw new Error(`--rounds must be a positive integer\n${USAGE}`);
-  const designs = pick(values.designs, DESIGN_NAMES, '--designs');
+  const base = values.base ?? null;
+  // `engine-base` runs only with `--base`, and by default then.
+  const designs = pick(values.designs, DESIGN_NAMES, '--designs').filter(
+    (name) => name !== 'engine-base' || base !== null,
+  );
+  if (base !== null && !designs.includes('engine-base')) designs.splice(1, 0, 'engine-base');
+  if (base !== null && !designs.includes('engine')) {
+    throw new Error(`--base compares with the engine: keep engine in --designs\n${USAGE}`);
+  }
   const scenarioNames = pick(
     values.scenarios,
     [...SCENARIOS, 'sweep', 'refund'] as const,
@@ -90,8 +103,13 @@ export function parseBenchOptions(argv: readonly string[]): BenchOptions {
     scenarios,
     sweep,
     refunds,
-    complete: values.designs === undefined && values.scenarios === undefined && rounds >= 3,
+    complete:
+      values.designs === undefined &&
+      values.scenarios === undefined &&
+      base === null &&
+      rounds >= 3,
     note: values.note ?? null,
+    base,
   };
 }
 
@@ -117,6 +135,7 @@ function parseArgsOrUsage(argv: readonly string[]) {
         designs: { type: 'string' },
         scenarios: { type: 'string' },
         note: { type: 'string' },
+        base: { type: 'string' },
         help: { type: 'boolean', default: false },
       },
       strict: true,

@@ -113,6 +113,7 @@ export function renderReport(results: BenchResults): string {
     'npm ci',
     'npm run bench                 # this report, about 10 minutes; JSON in .bench/results.json',
     'npm run bench -- --quick      # under a minute; .bench/ only',
+    'npm run bench -- --base v0.1.0  # also the engine of another commit, side by side; .bench/ only',
     'DATABASE_URL=postgres://… npm run bench   # your server (a throwaway database is created)',
     '```',
     '',
