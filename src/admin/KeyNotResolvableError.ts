@@ -6,10 +6,17 @@ import type { RecoveryPoint } from '../store/keyState.js';
  * tombstone); it is not parked (an attempt or the sweeper is on it: resolve only what waits for
  * a person); or it was parked before its charge intent was written (nothing can have been
  * charged: requeue it instead); or its stored request cannot be read by this version, so the
- * outcome's body cannot be written as the engine writes it.
+ * outcome's body cannot be written as the engine writes it; or it is a refund or capture that
+ * holds no reservation on its charge (refused before the provider was asked: requeue it, and its
+ * refusal is stored), so there is nothing for a person to settle.
  */
 export type NotResolvableReason =
-  'no_such_key' | 'completed' | 'not_parked' | 'no_charge_intent' | 'request_unreadable';
+  | 'no_such_key'
+  | 'completed'
+  | 'not_parked'
+  | 'no_charge_intent'
+  | 'request_unreadable'
+  | 'nothing_reserved';
 
 const MESSAGES: Record<NotResolvableReason, string> = {
   no_such_key: 'There is no such key.',
@@ -20,6 +27,8 @@ const MESSAGES: Record<NotResolvableReason, string> = {
     'The key was parked before its charge intent was written, so nothing was charged under it: requeue it instead.',
   request_unreadable:
     "The key's stored request cannot be read by this version of chargeonce, so its outcome cannot be written.",
+  nothing_reserved:
+    'The refund or capture holds no reservation on its charge, so there is nothing to settle by hand: requeue it instead.',
 };
 
 /**

@@ -1,6 +1,7 @@
 import { randomUUID } from 'node:crypto';
 import type { EngineEnv } from '../engine/engineEnv.js';
 import { leaseLost } from '../engine/leaseLost.js';
+import { movementDefinition } from '../engine/movementDefinitions.js';
 import { insertAdminAction } from '../store/insertAdminAction.js';
 import { requeueKey } from '../store/requeueKey.js';
 import { withStore } from '../store/storeErrors.js';
@@ -42,8 +43,12 @@ export async function requeueParkedKey(env: EngineEnv, target: RequeueTarget): P
         ...scoped,
         lockToken,
         action: 'requeue',
-        // Where requeueKey sends it: back to `reserved` when the intent exists.
-        result: parked.providerKey === null ? 'started' : 'reserved',
+        // Where requeueKey sends it: back to `reserved` when the intent exists (a refund's or
+        // capture's movement is written with its claim).
+        result:
+          parked.providerKey === null && !movementDefinition(scoped.operation)
+            ? 'started'
+            : 'reserved',
         actor,
         reason,
         providerChargeId: null,

@@ -6,26 +6,25 @@ import { hookTransaction } from '../engine/hookTransaction.js';
 import { leaseLost } from '../engine/leaseLost.js';
 import type { ChargeOutcome } from '../engine/types.js';
 import { InvalidRequestError } from '../errors.js';
-import { movementDefinition } from '../engine/movementDefinitions.js';
+import { CAPTURE, REFUND } from '../engine/movementDefinitions.js';
 import { validateChargeRequest, type ChargeRequest } from '../request.js';
 import type { CompletionInput } from '../store/completeKey.js';
 import { completeParkedKey } from '../store/completeParkedKey.js';
-import { findKey } from '../store/findKey.js';
 import { insertAdminAction } from '../store/insertAdminAction.js';
-import type { ScopedKey } from '../store/keyState.js';
 import { withStore } from '../store/storeErrors.js';
 import type { Tables } from '../store/tables.js';
 import { takeParkedKey } from '../store/takeParkedKey.js';
-import { inputIssues, MAX_TEXT, readTarget } from './adminInput.js';
 import { KeyNotResolvableError } from './KeyNotResolvableError.js';
+import { notResolvable } from './notResolvable.js';
+import { readResolveInput, type CheckedChargeResolve } from './resolveInput.js';
+import { resolveMovement } from './resolveMovement.js';
 import type { ResolveInput, ResolveResult } from './types.js';
-
-const OUTCOMES = ['succeeded', 'declined', 'cancelled'] as const;
-type Resolution = (typeof OUTCOMES)[number];
 
 /**
  * Completes a key parked in `failed` with the outcome a person found at the provider:
- * `engine.resolve`. One transaction: the key is taken with a fresh lock token by the statement
+ * `engine.resolve`. A refund or capture key (`operation: 'refund' | 'capture'`) goes to
+ * `resolveMovement`, with a refund's or capture's own outcomes; a charge's is resolved here, in
+ * one transaction: the key is taken with a fresh lock token by the statement
  * that checks it is parked (so of a racing resolve, requeue or second resolve one wins and the
  * others are refused), the action is audited, the outcome is stored as the engine stores its own
  * (the same body, status and charge row), and the caller's `complete` hook (succeeded, declined)
@@ -33,25 +32,26 @@ type Resolution = (typeof OUTCOMES)[number];
  * The `complete` hook is told `adopted: true`: the charge was found, not made, by this call.
  * A hook that throws rolls it all back (the key stays parked) and its error passes through.
  *
- * @throws {InvalidRequestError} bad input (an outcome without its provider charge id, a decline
- * code on a success, no actor or reason), or a provider charge id already recorded for another
- * charge of the merchant; nothing written.
- * @throws {KeyNotResolvableError} the key is not parked (completed, at work, missing, or parked
- * before its intent); nothing written.
+ * @throws {InvalidRequestError} bad input (an outcome that is not the key's kind's, an outcome
+ * without its provider id, a decline or failure code on a success, a field of another kind of
+ * key, no actor or reason), or a provider charge id already recorded for another charge of the
+ * merchant; nothing written.
+ * @throws {KeyNotResolvableError} the key is not parked (completed, at work, missing, parked
+ * before its intent, or a refund or capture that holds no reservation); nothing written.
  * @throws {StoreUnavailableError} PostgreSQL is out of reach.
  */
 export async function resolveKey(env: EngineEnv, input: ResolveInput): Promise<ResolveResult> {
   const resolution = readResolveInput(input, env.operation);
+  if (resolution.kind === 'charge') return resolveCharge(env, resolution);
+  return resolveMovement(env, resolution.kind === 'refund' ? REFUND : CAPTURE, resolution);
+}
+
+/** A charge's resolve: see {@link resolveKey}. */
+async function resolveCharge(
+  env: EngineEnv,
+  resolution: CheckedChargeResolve,
+): Promise<ResolveResult> {
   const { scoped } = resolution;
-  if (movementDefinition(scoped.operation)) {
-    // A refund or capture has no charge row to resolve into: nothing is written.
-    throw new InvalidRequestError([
-      {
-        field: 'operation',
-        message: `resolving a parked ${scoped.operation} is not supported: requeue it, and the sweeper asks the provider again`,
-      },
-    ]);
-  }
   const lockToken = randomUUID();
   const pool = await env.pool();
   const resolved = await withStore(() =>
@@ -61,7 +61,7 @@ export async function resolveKey(env: EngineEnv, input: ResolveInput): Promise<R
         lockToken,
         leaseMs: env.leaseMs,
       });
-      if (!parked) throw await refusal(tx, env.tables, scoped);
+      if (!parked) throw await notResolvable(tx, env.tables, scoped);
       if (parked.providerKey === null)
         throw new KeyNotResolvableError('no_charge_intent', 'failed');
       const request = storedRequest(scoped.key, parked.request);
@@ -118,7 +118,7 @@ export async function resolveKey(env: EngineEnv, input: ResolveInput): Promise<R
         chargeId: parked.chargeId,
         providerChargeId,
       };
-      return { outcome, audit };
+      return { kind: 'charge' as const, outcome, audit };
     }),
   );
   // After the commit: what a person did to a parked key is reported once it holds.
@@ -129,64 +129,6 @@ export async function resolveKey(env: EngineEnv, input: ResolveInput): Promise<R
     by: resolution.actor,
   });
   return resolved;
-}
-
-type CheckedResolve = {
-  scoped: ScopedKey;
-  outcome: Resolution;
-  providerChargeId: string | null;
-  declineCode: string | null;
-  actor: string;
-  reason: string;
-};
-
-/** @throws {InvalidRequestError} naming every bad field. */
-function readResolveInput(input: ResolveInput, defaultOperation: string): CheckedResolve {
-  const issues = inputIssues();
-  const scoped = readTarget(issues, input, defaultOperation);
-  const i = (typeof input === 'object' && input !== null ? input : {}) as Record<string, unknown>;
-  const outcome = i.outcome as Resolution;
-  if (!(OUTCOMES as readonly unknown[]).includes(outcome)) {
-    issues.add('outcome', `must be one of ${OUTCOMES.join(', ')}`);
-  }
-  if (outcome === 'cancelled') {
-    if (i.providerChargeId !== undefined) {
-      issues.add('providerChargeId', 'is for succeeded and declined: a cancelled charge has none');
-    }
-  } else if (outcome === 'succeeded' || outcome === 'declined') {
-    // The stored body and the complete hook carry the provider's charge, as the engine's do.
-    issues.text('providerChargeId', i.providerChargeId, MAX_TEXT.id, true);
-  }
-  if (i.declineCode !== undefined) {
-    if (outcome === 'declined') issues.text('declineCode', i.declineCode, MAX_TEXT.id, false);
-    else issues.add('declineCode', 'is for declined only');
-  }
-  issues.text('actor', i.actor, MAX_TEXT.actor, true);
-  issues.text('reason', i.reason, MAX_TEXT.reason, true);
-  issues.done();
-  return {
-    scoped,
-    outcome,
-    providerChargeId: outcome === 'cancelled' ? null : (i.providerChargeId as string),
-    declineCode: outcome === 'declined' ? ((i.declineCode as string | undefined) ?? null) : null,
-    actor: i.actor as string,
-    reason: i.reason as string,
-  };
-}
-
-/** Why the key could not be taken: where it is now. */
-async function refusal(
-  tx: DatabaseTransactionConnection,
-  tables: Tables,
-  scoped: ScopedKey,
-): Promise<KeyNotResolvableError> {
-  const state = await findKey(tx, tables, scoped);
-  if (!state) return new KeyNotResolvableError('no_such_key', null);
-  const point = state.recoveryPoint;
-  if (point === 'completed' || point === 'expired') {
-    return new KeyNotResolvableError('completed', point);
-  }
-  return new KeyNotResolvableError('not_parked', point);
 }
 
 /** The request the key was claimed with, as the sweeper reads it to finish a charge. */

@@ -1,3 +1,4 @@
+import type { CaptureOutcome, RefundOutcome } from '../engine/movementTypes.js';
 import type { ChargeOutcome } from '../engine/types.js';
 import type { AdminActionRecord } from '../store/adminActionRecord.js';
 import type { RecoveryPoint } from '../store/keyState.js';
@@ -108,26 +109,81 @@ export type KeyPage = {
   nextCursor: string | null;
 };
 
-/** How a person resolves a parked key, after checking with the provider. */
-export type ResolveInput = KeyTarget & {
-  /**
-   * `succeeded`: the provider charged (its `providerChargeId` is required). `declined`: the
-   * provider declined (`providerChargeId` required, `declineCode` optional). `cancelled`: the
-   * provider made no charge under the key.
-   */
-  outcome: 'succeeded' | 'declined' | 'cancelled';
-  /** The provider's charge id: required for `succeeded` and `declined`, refused for `cancelled`. */
-  providerChargeId?: string;
-  /** The provider's decline code: for `declined` only. */
-  declineCode?: string;
-  /** Who resolves it (a name, an email, a ticket system's user): stored in the audit trail. */
+/** Who resolves a parked key and why: both stored in the audit trail. */
+export type ResolvedBy = {
+  /** Who resolves it (a name, an email, a ticket system's user). */
   actor: string;
-  /** Why (what the provider said, a ticket): stored in the audit trail. */
+  /** Why (what the provider said, a ticket). */
   reason: string;
 };
 
-/** What `resolve` did: the outcome now stored (and replayed to any retry), and its audit entry. */
-export type ResolveResult = { outcome: ChargeOutcome; audit: AuditEntry };
+/** How a person resolves a parked charge key, after checking with the provider. */
+export type ChargeResolveInput = KeyTarget &
+  ResolvedBy & {
+    /**
+     * `succeeded`: the provider charged (its `providerChargeId` is required). `declined`: the
+     * provider declined (`providerChargeId` required, `declineCode` optional). `cancelled`: the
+     * provider made no charge under the key.
+     */
+    outcome: 'succeeded' | 'declined' | 'cancelled';
+    /** The provider's charge id: required for `succeeded` and `declined`, refused for `cancelled`. */
+    providerChargeId?: string;
+    /** The provider's decline code: for `declined` only. */
+    declineCode?: string;
+  };
+
+/**
+ * How a person resolves a parked refund key (`operation: 'refund'`), after checking with the
+ * provider. The outcomes are a refund's own, as `processRefund` returns them.
+ */
+export type RefundResolveInput = KeyTarget &
+  ResolvedBy & {
+    operation: 'refund';
+    /**
+     * `succeeded`: the provider refunded (its `providerRefundId` is required). `failed`: the
+     * provider refused the refund (`providerRefundId` required, `failureCode` optional).
+     * `cancelled`: the provider made no refund under the key. The amount held on the charge is
+     * refunded on `succeeded` and released otherwise.
+     */
+    outcome: 'succeeded' | 'failed' | 'cancelled';
+    /** The provider's refund id: required for `succeeded` and `failed`, refused for `cancelled`. */
+    providerRefundId?: string;
+    /** The provider's failure code: for `failed` only. */
+    failureCode?: string;
+  };
+
+/**
+ * How a person resolves a parked capture key (`operation: 'capture'`), after checking with the
+ * provider. `succeeded` records the amount the capture reserved as captured (the whole
+ * authorization unless the request named less).
+ */
+export type CaptureResolveInput = KeyTarget &
+  ResolvedBy & {
+    operation: 'capture';
+    /**
+     * `succeeded`: the provider captured (its `providerCaptureId` is required). `failed`: the
+     * provider refused the capture (`providerCaptureId` required, `failureCode` optional).
+     * `cancelled`: the provider made no capture under the key; the authorization may be
+     * captured again.
+     */
+    outcome: 'succeeded' | 'failed' | 'cancelled';
+    /** The provider's capture id: required for `succeeded` and `failed`, refused for `cancelled`. */
+    providerCaptureId?: string;
+    /** The provider's failure code: for `failed` only. */
+    failureCode?: string;
+  };
+
+/** How a person resolves a parked key: a charge's, a refund's or a capture's. */
+export type ResolveInput = ChargeResolveInput | RefundResolveInput | CaptureResolveInput;
+
+/**
+ * What `resolve` did: the outcome now stored (and replayed to any retry of the key), of the
+ * key's kind, and its audit entry.
+ */
+export type ResolveResult =
+  | { kind: 'charge'; outcome: ChargeOutcome; audit: AuditEntry }
+  | { kind: 'refund'; outcome: RefundOutcome; audit: AuditEntry }
+  | { kind: 'capture'; outcome: CaptureOutcome; audit: AuditEntry };
 
 /** Which parked key `requeue` puts back, and optionally who and why (stored in the audit trail). */
 export type RequeueTarget = KeyTarget & { actor?: string; reason?: string };

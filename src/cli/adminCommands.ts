@@ -3,7 +3,7 @@ import type { ChargeHooks } from '../engine/types.js';
 import type { PaymentProvider } from '../provider/PaymentProvider.js';
 import { RECOVERY_POINTS, type RecoveryPoint } from '../store/keyState.js';
 import { migrate } from '../store/migrate.js';
-import type { KeySummary, ResolveInput } from '../admin/types.js';
+import type { KeySummary, ResolveInput, ResolveResult } from '../admin/types.js';
 import { renderInspection, renderKeyList, type Rendering } from './adminRender.js';
 import { ADMIN_USAGE } from './adminUsage.js';
 import { loadProvider } from './loadProvider.js';
@@ -42,6 +42,9 @@ const OPTIONS = {
   outcome: { type: 'string' },
   'provider-charge-id': { type: 'string' },
   'decline-code': { type: 'string' },
+  'provider-refund-id': { type: 'string' },
+  'provider-capture-id': { type: 'string' },
+  'failure-code': { type: 'string' },
   actor: { type: 'string' },
   reason: { type: 'string' },
   provider: { type: 'string' },
@@ -64,6 +67,9 @@ const ACCEPTS: Record<AdminCommand, ReadonlyArray<keyof typeof OPTIONS>> = {
     'outcome',
     'provider-charge-id',
     'decline-code',
+    'provider-refund-id',
+    'provider-capture-id',
+    'failure-code',
     'actor',
     'reason',
     'provider',
@@ -226,26 +232,58 @@ async function list(engine: ChargeEngine, values: Values, output: AdminOutput) {
   return 0;
 }
 
+/** Each resolve option that is given, under the name `engine.resolve` takes it. */
+const RESOLVE_FIELDS = {
+  'provider-charge-id': 'providerChargeId',
+  'decline-code': 'declineCode',
+  'provider-refund-id': 'providerRefundId',
+  'provider-capture-id': 'providerCaptureId',
+  'failure-code': 'failureCode',
+} as const;
+
 async function resolve(engine: ChargeEngine, values: Values, output: AdminOutput) {
+  const given: Record<string, string> = {};
+  for (const [option, field] of Object.entries(RESOLVE_FIELDS)) {
+    const value = values[option as keyof typeof RESOLVE_FIELDS];
+    if (value !== undefined) given[field] = value;
+  }
+  const t = target(values, 'resolve');
+  // The engine checks the outcome and the fields against the key's kind, and names what is wrong.
   const input = {
-    ...target(values, 'resolve'),
-    outcome: required(values, 'outcome', 'resolve') as ResolveInput['outcome'],
+    ...t,
+    outcome: required(values, 'outcome', 'resolve'),
     actor: required(values, 'actor', 'resolve'),
     reason: required(values, 'reason', 'resolve'),
-    ...(values['provider-charge-id'] === undefined
-      ? {}
-      : { providerChargeId: values['provider-charge-id'] }),
-    ...(values['decline-code'] === undefined ? {} : { declineCode: values['decline-code'] }),
-  };
-  const { outcome, audit } = await engine.resolve(input);
+    ...given,
+  } as ResolveInput;
+  const result = await engine.resolve(input);
+  const { outcome, audit } = result;
   if (values.json) {
     output.print(JSON.stringify({ outcome, audit }));
   } else {
     output.print(
-      `resolved: ${describeTarget(input)} ${outcome.status} (HTTP ${outcome.httpStatus}, charge ${outcome.chargeId}${outcome.providerChargeId === null ? '' : `, provider charge ${outcome.providerChargeId}`}) by ${audit.actor ?? '-'}`,
+      `resolved: ${describeTarget(t)} ${outcome.status} (HTTP ${outcome.httpStatus}, ${describeResolved(result)}) by ${audit.actor ?? '-'}`,
     );
   }
   return 0;
+}
+
+/** What a resolve stored, by kind: the local id, and the provider's when there is one. */
+function describeResolved(result: ResolveResult): string {
+  switch (result.kind) {
+    case 'charge': {
+      const { chargeId, providerChargeId } = result.outcome;
+      return `charge ${chargeId}${providerChargeId === null ? '' : `, provider charge ${providerChargeId}`}`;
+    }
+    case 'refund': {
+      const { refundId, chargeId, providerRefundId } = result.outcome;
+      return `refund ${refundId} of charge ${chargeId}${providerRefundId === null ? '' : `, provider refund ${providerRefundId}`}`;
+    }
+    case 'capture': {
+      const { captureId, chargeId, providerCaptureId } = result.outcome;
+      return `capture ${captureId} of charge ${chargeId}${providerCaptureId === null ? '' : `, provider capture ${providerCaptureId}`}`;
+    }
+  }
 }
 
 async function requeue(engine: ChargeEngine, values: Values, output: AdminOutput) {

@@ -120,8 +120,13 @@ export function renderInspection(found: KeyInspection, rendering: Rendering): st
       `${time(step.at)}  ${step.event}${step.detail === null ? '' : `  ${oneLine(step.detail)}`}`,
   );
   const audit = found.audit.map((entry) => {
+    // A charge's provider charge, or a refund's or capture's own provider id (`movement.kind`).
     const provider =
-      entry.providerChargeId === null ? '' : ` (provider charge ${entry.providerChargeId})`;
+      entry.providerChargeId !== null
+        ? ` (provider charge ${entry.providerChargeId})`
+        : entry.providerMovementId !== null
+          ? ` (provider ${movement?.kind ?? found.operation} ${entry.providerMovementId})`
+          : '';
     return `${time(entry.at)}  ${entry.action} ${entry.result}${provider} by ${entry.actor ?? NONE}: ${oneLine(entry.reason)}`;
   });
   const section = (title: string, items: string[]) =>

@@ -47,14 +47,24 @@ Completes a key parked in failed with what you found at the provider, as the eng
 the outcome is stored (a retry replays it) and your complete or cancel hook runs with it. Refused
 (exit 1, nothing written) for a key that is not parked, a completed one above all. Audited.
 
+A refund or capture key (--operation refund or --operation capture) takes a refund's or
+capture's outcomes and ids; its reservation on the charge is settled as the engine settles it
+(refunded or captured when succeeded, released otherwise).
+
 Options:
 ${TARGET}
-  --outcome OUTCOME        succeeded, declined or cancelled (the provider made no charge)
+  --outcome OUTCOME        a charge: succeeded, declined or cancelled (the provider made no
+                           charge); a refund or capture: succeeded, failed or cancelled
   --provider-charge-id ID  the provider's charge: required for succeeded and declined
   --decline-code CODE      the provider's decline code (declined only)
+  --provider-refund-id ID  a refund: the provider's refund, required for succeeded and failed
+  --provider-capture-id ID
+                           a capture: the provider's capture, required for succeeded and failed
+  --failure-code CODE      a refund or capture: the provider's failure code (failed only)
   --actor WHO              who resolves it (required; stored)
   --reason WHY             why: what the provider said, a ticket (required; stored)
-  --provider MODULE        the module sweep loads: its \`hooks\` export runs (complete, cancel)
+  --provider MODULE        the module sweep loads: its \`hooks\` export runs (complete, cancel;
+                           hooks.refund or hooks.capture for those keys)
   --no-hooks               resolve without running any hook (instead of --provider)
 ${COMMON}
 `,

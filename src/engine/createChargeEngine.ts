@@ -110,6 +110,10 @@ export type ChargeEngine = {
    * (no charge there). Stores the outcome as the engine would have (a retry replays it), runs
    * the `complete` or `cancel` hook in the same transaction, and audits who and why. Fenced: of
    * a racing resolve, requeue or second resolve, exactly one wins. Never touches a completed key.
+   * A refund or capture key (`operation: 'refund' | 'capture'`) takes `succeeded` (with
+   * `providerRefundId` / `providerCaptureId`), `failed` (with it, and `failureCode`) or
+   * `cancelled`; its reservation on the charge settles as the engine's completion settles it,
+   * and its `hooks.refund` / `hooks.capture` run.
    * @throws {InvalidRequestError} bad input, or a provider charge id the merchant already
    * recorded for another charge; nothing written.
    * @throws {KeyNotResolvableError} the key is not parked (completed, at work, missing); nothing

@@ -11,18 +11,24 @@ export type AdminActionRecord = {
   at: Date;
   action: AdminActionKind;
   /**
-   * `resolve`: the outcome stored (`succeeded`, `declined`, `cancelled`). `requeue`: the recovery
-   * point the key went back to (`reserved`, or `started` when it had no charge intent).
+   * `resolve`: the outcome stored (a charge's `succeeded`, `declined`, `cancelled`; a refund's or
+   * capture's `succeeded`, `failed`, `cancelled`). `requeue`: the recovery point the key went
+   * back to (`reserved`, or `started` when it had no charge intent).
    */
   result: string;
   /** Who, as given (`--actor`); null for a requeue called without one. */
   actor: string | null;
   /** Why, as given (`--reason`); null for a requeue called without one. */
   reason: string | null;
-  /** The local charge of the key when the action was taken. */
+  /** The local charge of the key when the action was taken (a refund's or capture's own id). */
   chargeId: string;
+  /** A charge resolved `succeeded` or `declined`: the provider's charge id. */
   providerChargeId: string | null;
   declineCode: string | null;
+  /** A refund or capture resolved `succeeded` or `failed`: the provider's refund or capture id. */
+  providerMovementId: string | null;
+  /** A refund or capture resolved `failed`: the provider's failure code, when given. */
+  failureCode: string | null;
   /** When the key had been parked, and why: the park this action ended. */
   parkedAt: Date | null;
   parkedReason: string | null;
@@ -39,6 +45,8 @@ export const adminActionRow = z.object({
   charge_id: z.string(),
   provider_charge_id: z.string().nullable(),
   decline_code: z.string().nullable(),
+  provider_movement_id: z.string().nullable(),
+  failure_code: z.string().nullable(),
   parked_at_ms: z.number().nullable(),
   parked_reason: z.string().nullable(),
 });
@@ -48,7 +56,7 @@ export const adminActionColumns: FragmentSqlToken = sql.fragment`
   a.id::text AS id,
   (extract(epoch FROM a.created_at) * 1000)::float8 AS at_ms,
   a.action, a.result, a.actor, a.reason, a.charge_id::text AS charge_id, a.provider_charge_id,
-  a.decline_code,
+  a.decline_code, a.provider_movement_id, a.failure_code,
   (extract(epoch FROM a.parked_at) * 1000)::float8 AS parked_at_ms,
   a.parked_reason`;
 
@@ -63,6 +71,8 @@ export function toAdminActionRecord(row: z.infer<typeof adminActionRow>): AdminA
     chargeId: row.charge_id,
     providerChargeId: row.provider_charge_id,
     declineCode: row.decline_code,
+    providerMovementId: row.provider_movement_id,
+    failureCode: row.failure_code,
     parkedAt: row.parked_at_ms === null ? null : new Date(row.parked_at_ms),
     parkedReason: row.parked_reason,
   };

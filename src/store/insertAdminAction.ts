@@ -18,6 +18,9 @@ export type AdminActionInput = ScopedKey & {
   reason: string | null;
   providerChargeId: string | null;
   declineCode: string | null;
+  /** A refund's or capture's provider id and failure code (null for a charge's action). */
+  providerMovementId?: string | null;
+  failureCode?: string | null;
 };
 
 /**
@@ -34,9 +37,11 @@ export async function insertAdminAction(
   const row = await db.maybeOne(sql.type(adminActionRow)`
     WITH a AS (
       INSERT INTO ${tables.adminActions} (merchant_id, operation, key, charge_id, action, result,
-        actor, reason, provider_charge_id, decline_code, parked_at, parked_reason)
+        actor, reason, provider_charge_id, decline_code, provider_movement_id, failure_code,
+        parked_at, parked_reason)
       SELECT k.merchant_id, k.operation, k.key, k.charge_id, ${input.action}, ${input.result},
         ${input.actor}, ${input.reason}, ${input.providerChargeId}, ${input.declineCode},
+        ${input.providerMovementId ?? null}, ${input.failureCode ?? null},
         -- A key parked before failed_at existed was last touched when it was parked.
         coalesce(k.failed_at, k.updated_at), k.last_error
       FROM ${tables.keys} k

@@ -259,7 +259,7 @@ describe('processRefund', () => {
     expect(await chargeTotals(charge.chargeId)).toMatchObject({ refunded_minor: 250 });
   });
 
-  it('parks a refund the provider answered wrongly; resolve refuses it, requeue and a sweep finish it', async () => {
+  it("parks a refund the provider answered wrongly; resolve refuses a charge's outcome for it, requeue and a sweep finish it", async () => {
     const fake = createFakeProvider();
     let lie = true;
     const provider: PaymentProvider = {
@@ -286,7 +286,8 @@ describe('processRefund', () => {
         merchantId,
         key,
         operation: 'refund',
-        outcome: 'cancelled',
+        // A charge's outcome: a refund fails, it is not declined.
+        outcome: 'declined',
         actor: 'ops',
         reason: 'checked',
       })
