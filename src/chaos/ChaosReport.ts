@@ -6,7 +6,8 @@ import type {
 } from '../provider/createFaultSchedule.js';
 import type { SweepResult } from '../recovery/sweep.js';
 import type { GroupCommitCounts } from './countGroupCommit.js';
-import type { ChaosStatus, WaitEnd } from './OperationSink.js';
+import type { MovementCounts } from './createChaosTally.js';
+import type { ChaosStatus, OperationKind, WaitEnd } from './OperationSink.js';
 import type { ParkedKey, Violation } from './reconcile.js';
 
 /** Where a chaos run is, for a progress display. */
@@ -24,6 +25,7 @@ export type ChaosProgress = {
 export type UnsettledOperation = {
   merchantId: string;
   key: string;
+  operation: OperationKind;
   /** The code of the last error its client got, if any. */
   lastError: string | null;
 };
@@ -46,6 +48,11 @@ export type ChaosReport = {
   config: {
     workers: number;
     concurrency: number;
+    /**
+     * The share of operations that were refunds and captures: as asked, or 0 when the provider
+     * module cannot refund and capture or has no `movementLedger` to check them against.
+     */
+    movementRate: number;
     killRate: number;
     crashRate: number;
     stallRate: number;
@@ -70,16 +77,27 @@ export type ChaosReport = {
     /** Where the ledger the reconciler checked came from. */
     ledger: 'fake-provider' | 'provider-module';
   };
-  /** Operations run, one key each. */
+  /** Operations run, one key each: charges, refunds and captures. */
   charges: number;
+  /** The operations planned, by kind (`charges` in all). */
+  operations: { charges: number; refunds: number; captures: number };
   /** Operations that got a final outcome, during the run or on the client's return. */
   settled: number;
   /**
-   * The final outcome of each settled operation, by status: `parked` when the engine refused the
+   * The final outcome of each settled charge, by status: `parked` when the engine refused the
    * provider's answer and left the key to a person, `expired` when the key was reaped before the
    * client came back for its outcome.
    */
   outcomes: Record<ChaosStatus, number>;
+  /**
+   * The final outcome of each settled refund and capture, by status: `succeeded` (money moved),
+   * `failed` (the provider refused it), `refused` (chargeonce refused it: see `refusals`),
+   * `cancelled` (the sweeper found nothing at the provider), `parked`, `expired`, and `skipped`
+   * (never sent: its charge did not succeed).
+   */
+  movements: { refund: MovementCounts; capture: MovementCounts };
+  /** Refunds and captures chargeonce refused, by `refusal` (`exceeds_refundable`, …). */
+  refusals: Record<string, number>;
   /** Clients that walked away after a failed attempt (`abandonRate`). */
   abandoned: number;
   /** `processCharge` calls, the return visits and second submissions included. */
@@ -102,8 +120,8 @@ export type ChaosReport = {
   waits: { waited: number } & Record<WaitEnd, number>;
   /** Retryable errors clients got, by code (`idempotency_key_in_use`, `provider_unavailable`, …). */
   retryableErrors: Record<string, number>;
-  /** Injected crashes that fired, by crash point. */
-  crashes: { total: number; byPoint: Record<CrashPoint, number> };
+  /** Injected crashes that fired, by crash point, and how many of them in refunds and captures. */
+  crashes: { total: number; byPoint: Record<CrashPoint, number>; onMovements: number };
   /** Attempts set to stall past their lease, and attempts that stepped their wall clock first. */
   stalls: number;
   clockSteps: number;
@@ -120,11 +138,17 @@ export type ChaosReport = {
   providerFaults: Record<FakeServerFault, number>;
   /** Charges in the provider ledger the run was reconciled against, duplicates included. */
   providerCharges: number;
+  /** Refunds and captures the provider recorded, by status (`failed`: it refused them). */
+  providerMovements: {
+    refunds: { succeeded: number; failed: number };
+    captures: { succeeded: number; failed: number };
+  };
   /** Outcomes that were stored ones (`replayed: true`). */
   replays: number;
   /**
-   * Charges an interrupted attempt had made and a later one adopted (found by `findCharge`)
-   * instead of charging again: by clients, and by the sweeps (the background one and the final one).
+   * Charges, refunds and captures an interrupted attempt had made and a later one adopted (found
+   * by the provider lookup) instead of making again: by clients, and by the sweeps (the
+   * background one and the final one).
    */
   adoptions: { total: number; byClients: number; bySweep: number };
   /** The final sweep, all passes together. */

@@ -1,8 +1,13 @@
+import type { MovementStatus } from '../engine/movementTypes.js';
 import type { ChargeStatus, CrashPoint } from '../engine/types.js';
 
-/** How one `processCharge` call of a chaos client ended. */
+/** What a chaos operation does. */
+export type OperationKind = 'charge' | 'refund' | 'capture';
+
+/** How one `processCharge`, `processRefund` or `processCapture` call of a chaos client ended. */
 export type AttemptEvent = {
   op: number;
+  operation: OperationKind;
   merchantId: string;
   key: string;
   /** The attempt was set to stall past its lease somewhere. */
@@ -16,12 +21,19 @@ export type AttemptEvent = {
 } & (
   | {
       kind: 'outcome';
-      status: ChargeStatus;
+      status: ChargeStatus | MovementStatus;
       replayed: boolean;
-      /** True when this attempt found an earlier attempt's charge and adopted it. */
+      /**
+       * True when this attempt found what an earlier attempt had made at the provider (a
+       * charge, refund or capture) and adopted it.
+       */
       adopted: boolean;
       /** The body the client received, for the reconciler's replay check. */
       body: string;
+      /** The charge made, or moved on. */
+      chargeId: string;
+      /** Why chargeonce refused a refund or capture, else null. */
+      refusal: string | null;
     }
   | { kind: 'crash'; point: CrashPoint }
   /**
@@ -45,17 +57,36 @@ export type WaitEnd = 'woken' | 'answered' | 'timedOut' | 'failed';
 /** How an operation settled without an outcome the engine could replay. */
 export type TerminalStatus = 'parked' | 'expired';
 
-/** Every way an operation can settle. */
+/** Every way a charge can settle. */
 export type ChaosStatus = ChargeStatus | TerminalStatus;
+
+/**
+ * Every way a refund or capture can settle; `skipped`: never sent, because its charge did not
+ * succeed (there was nothing to move).
+ */
+export type MovementChaosStatus = MovementStatus | TerminalStatus | 'skipped';
+
+/** Every way an operation can settle. */
+export type OperationStatus = ChaosStatus | MovementChaosStatus;
 
 /** How a client's work on one operation ended. */
 export type OperationEnd = {
   op: number;
-  /** `settled`: an outcome; `abandoned`: walked away; `gaveUp`: out of attempts; `failed`: an unexpected error. */
-  result: 'settled' | 'abandoned' | 'gaveUp' | 'failed';
-  status: ChaosStatus | null;
+  /**
+   * `settled`: an outcome; `abandoned`: walked away; `gaveUp`: out of attempts; `failed`: an
+   * unexpected error; `skipped`: a refund or capture of a charge that did not succeed, never
+   * sent; `deferred`: one whose charge has no outcome yet (its client walked away), left for
+   * the client's return.
+   */
+  result: 'settled' | 'abandoned' | 'gaveUp' | 'failed' | 'skipped' | 'deferred';
+  status: OperationStatus | null;
   lastError: string | null;
+  /** For a charge that settled with an outcome: its id, which its refunds and captures need. */
+  chargeId?: string;
 };
+
+/** A charge whose outcome is known, as its refunds and captures need it. */
+export type KnownCharge = { status: OperationStatus; chargeId: string | null };
 
 /** Where a client loop reports to: the tally in process, or the IPC channel in a worker. */
 export type OperationSink = {

@@ -1,18 +1,20 @@
 import type { CrashPoint, FaultInjector } from '../engine/types.js';
 import type { ChargeOnceEvent } from '../observability/events.js';
-import {
-  declaredTraits,
-  type PaymentProvider,
-  type ProviderCharge,
-} from '../provider/PaymentProvider.js';
+import { declaredTraits, type PaymentProvider } from '../provider/PaymentProvider.js';
 import { deriveProviderKey } from '../request.js';
+
+/** What a provider lookup found: a charge, a refund or a capture, by the provider's id. */
+export type FoundAtProvider = { id: string };
 
 /** What one attempt brings to a shared engine, and hears back from it. */
 export type AttemptRoute = {
   /** Its crash and stall points; unset for a healthy attempt. */
   faults?: FaultInjector | undefined;
-  /** A provider lookup under its key found a charge (an adoption, if the outcome is that charge). */
-  found?(charge: ProviderCharge): void;
+  /**
+   * A provider lookup under its key found a charge, refund or capture (an adoption, if the
+   * outcome is that one).
+   */
+  found?(answer: FoundAtProvider): void;
   /** The engine reported an event about its key (a `conflict`, say). */
   event?(event: ChargeOnceEvent): void;
   /** A completion of its key sent a NOTIFY to waiters. */
@@ -24,8 +26,8 @@ type KeyRef = { merchantId: string; key: string };
 
 /**
  * Routes what one shared engine does to the attempts in flight in it, by key: its fault
- * injector, its provider's lookups and its events. Give the engine `faults`, `provider` and
- * `onEvent`, and run each attempt through {@link AttemptRouter.run}.
+ * injector, its provider's lookups (of charges, refunds and captures) and its events. Give the
+ * engine `faults`, `provider` and `onEvent`, and run each attempt through {@link AttemptRouter.run}.
  */
 export type AttemptRouter = {
   faults: FaultInjector;
@@ -43,8 +45,9 @@ const idOf = (scoped: KeyRef) => `${scoped.merchantId}\n${scoped.key}`;
  * Creates the router of one engine over `provider`. The engine names the key in every
  * fault-injector call (`shouldCrash(point, scoped)`, `stall(point, scoped)`) and every event,
  * so those go to the attempts registered for that key. A lookup names only the provider key, an
- * opaque hash of the key and its charge id: the router learns it from the `claimed` event that
- * precedes every provider call of an attempt (a fresh claim or a takeover, with the charge id).
+ * opaque hash of the key and its charge (or refund, or capture) id: the router learns it from
+ * the `claimed` event that precedes every provider call of an attempt (a fresh claim or a
+ * takeover, with that id).
  *
  * Several attempts of one key may be in flight in one engine at once (the property test does
  * that; the chaos clients never do): a crash or stall point then fires in whichever of them
@@ -91,16 +94,10 @@ export function createAttemptRouter(provider: PaymentProvider): AttemptRouter {
 
   return {
     faults: { shouldCrash, stall },
-    provider: {
-      ...declaredTraits(provider),
-      createCharge: (input, opts) => provider.createCharge(input, opts),
-      findCharge: async (providerKey, opts) => {
-        const charge = await provider.findCharge(providerKey, opts);
-        const id = keyOfProviderKey.get(providerKey);
-        if (charge && id !== undefined) each(id, (route) => route.found?.(charge));
-        return charge;
-      },
-    },
+    provider: routedProvider(provider, (providerKey, answer) => {
+      const id = keyOfProviderKey.get(providerKey);
+      if (answer && id !== undefined) each(id, (route) => route.found?.(answer));
+    }),
     onEvent: (event) => {
       if (!('key' in event)) return;
       learnProviderKey(event);
@@ -126,4 +123,53 @@ export function createAttemptRouter(provider: PaymentProvider): AttemptRouter {
     },
     notified: (scoped) => each(idOf(scoped), (route) => route.notified?.()),
   };
+}
+
+/**
+ * `provider`, with what its lookups find told to `found`. Refunds and captures are passed on
+ * only when the provider has them: an engine on a provider without them must refuse movements
+ * as it would without the router.
+ */
+function routedProvider(
+  provider: PaymentProvider,
+  found: (providerKey: string, answer: FoundAtProvider | null) => void,
+): PaymentProvider {
+  const routed: PaymentProvider = {
+    ...declaredTraits(provider),
+    createCharge: (input, opts) => provider.createCharge(input, opts),
+    findCharge: async (providerKey, opts) => {
+      const charge = await provider.findCharge(providerKey, opts);
+      found(providerKey, charge);
+      return charge;
+    },
+  };
+  if (refunds(provider)) {
+    routed.createRefund = (input, opts) => provider.createRefund(input, opts);
+    routed.findRefund = async (providerKey, opts) => {
+      const refund = await provider.findRefund(providerKey, opts);
+      found(providerKey, refund);
+      return refund;
+    };
+  }
+  if (captures(provider)) {
+    routed.capture = (input, opts) => provider.capture(input, opts);
+    routed.findCapture = async (input, opts) => {
+      const captured = await provider.findCapture(input, opts);
+      found(input.providerKey, captured);
+      return captured;
+    };
+  }
+  return routed;
+}
+
+function refunds(
+  provider: PaymentProvider,
+): provider is PaymentProvider & Required<Pick<PaymentProvider, 'createRefund' | 'findRefund'>> {
+  return typeof provider.createRefund === 'function' && typeof provider.findRefund === 'function';
+}
+
+function captures(
+  provider: PaymentProvider,
+): provider is PaymentProvider & Required<Pick<PaymentProvider, 'capture' | 'findCapture'>> {
+  return typeof provider.capture === 'function' && typeof provider.findCapture === 'function';
 }

@@ -1,7 +1,19 @@
 import { CRASH_POINTS, type CrashPoint } from '../engine/types.js';
 import type { ChaosProgress, UnexpectedError } from './ChaosReport.js';
-import type { ChaosStatus, OperationEnd, OperationSink, WaitEnd } from './OperationSink.js';
+import type { ChaosPlan } from './createChaosPlan.js';
+import type {
+  ChaosStatus,
+  KnownCharge,
+  MovementChaosStatus,
+  OperationEnd,
+  OperationSink,
+  OperationStatus,
+  WaitEnd,
+} from './OperationSink.js';
 import type { ObservedResponse } from './reconcile.js';
+
+/** Refunds or captures by how they settled. */
+export type MovementCounts = Record<MovementChaosStatus, number>;
 
 /** Counts what the clients of a chaos run went through, from their events. */
 export type ChaosTally = {
@@ -10,13 +22,15 @@ export type ChaosTally = {
   unsettled(): number[];
   /** The last error of an operation's client, if any. */
   lastError(op: number): string | null;
+  /** A charge operation's outcome, once a client saw one (its movements need its id). */
+  known(op: number): KnownCharge | undefined;
   observations(): ObservedResponse[];
   progress(phase: ChaosProgress['phase'], kills: number): ChaosProgress;
   counts(): {
     attempts: number;
     retries: number;
     retryableErrors: Record<string, number>;
-    crashes: { total: number; byPoint: Record<CrashPoint, number> };
+    crashes: { total: number; byPoint: Record<CrashPoint, number>; onMovements: number };
     stalls: number;
     clockSteps: number;
     replays: number;
@@ -25,6 +39,8 @@ export type ChaosTally = {
     duplicates: number;
     waits: { waited: number } & Record<WaitEnd, number>;
     outcomes: Record<ChaosStatus, number>;
+    movements: { refund: MovementCounts; capture: MovementCounts };
+    refusals: Record<string, number>;
     settled: number;
     unexpectedErrors: UnexpectedError[];
   };
@@ -33,14 +49,16 @@ export type ChaosTally = {
 /** At most this many unexpected errors are kept with their message; all are counted. */
 const MAX_KEPT_ERRORS = 100;
 
-/** Creates the tally of a run of `total` operations. */
-export function createChaosTally(total: number): ChaosTally {
+/** Creates the tally of a run of the operations of `plan`. */
+export function createChaosTally(plan: ChaosPlan): ChaosTally {
+  const total = plan.size;
   let attempts = 0;
   let retries = 0;
   let replays = 0;
   let adoptions = 0;
   let abandoned = 0;
   let crashTotal = 0;
+  let movementCrashes = 0;
   let stalls = 0;
   let clockSteps = 0;
   let duplicates = 0;
@@ -49,7 +67,11 @@ export function createChaosTally(total: number): ChaosTally {
   const retryableErrors: Record<string, number> = {};
   const byPoint = Object.fromEntries(CRASH_POINTS.map((p) => [p, 0])) as Record<CrashPoint, number>;
   /** The last outcome each operation's client saw. */
-  const finalStatus = new Map<number, ChaosStatus>();
+  const finalStatus = new Map<number, OperationStatus>();
+  /** Why each refused movement was refused, as last seen. */
+  const refusalOf = new Map<number, string>();
+  /** The charge id each charge operation's outcome named. */
+  const chargeIds = new Map<number, string>();
   const endings = new Map<number, OperationEnd>();
   const observations: ObservedResponse[] = [];
   const unexpectedErrors: UnexpectedError[] = [];
@@ -70,6 +92,8 @@ export function createChaosTally(total: number): ChaosTally {
       switch (event.kind) {
         case 'outcome':
           finalStatus.set(event.op, event.status);
+          if (event.operation === 'charge') chargeIds.set(event.op, event.chargeId);
+          if (event.refusal !== null) refusalOf.set(event.op, event.refusal);
           observations.push({ merchantId: event.merchantId, key: event.key, body: event.body });
           if (event.replayed) replays += 1;
           if (event.adopted) adoptions += 1;
@@ -79,6 +103,7 @@ export function createChaosTally(total: number): ChaosTally {
           return;
         case 'crash':
           crashTotal += 1;
+          if (event.operation !== 'charge') movementCrashes += 1;
           byPoint[event.point] += 1;
           return;
         case 'retryable':
@@ -98,12 +123,14 @@ export function createChaosTally(total: number): ChaosTally {
     },
     ended(end) {
       if (end.result === 'abandoned') abandoned += 1;
+      // Never sent, and settled for good: its charge did not succeed.
+      if (end.result === 'skipped') finalStatus.set(end.op, 'skipped');
       endings.set(end.op, end);
     },
   };
 
-  const outcomes = (): Record<ChaosStatus, number> => {
-    const counts: Record<ChaosStatus, number> = {
+  const counts = () => {
+    const outcomes: Record<ChaosStatus, number> = {
       succeeded: 0,
       declined: 0,
       rejected: 0,
@@ -111,8 +138,16 @@ export function createChaosTally(total: number): ChaosTally {
       parked: 0,
       expired: 0,
     };
-    for (const status of finalStatus.values()) counts[status] += 1;
-    return counts;
+    const movements = { refund: emptyMovementCounts(), capture: emptyMovementCounts() };
+    const refusals: Record<string, number> = {};
+    for (const [op, status] of finalStatus) {
+      const kind = plan.operation(op).kind;
+      if (kind === 'charge') outcomes[status as ChaosStatus] += 1;
+      else movements[kind][status as MovementChaosStatus] += 1;
+      const refusal = status === 'refused' ? refusalOf.get(op) : undefined;
+      if (refusal !== undefined) refusals[refusal] = (refusals[refusal] ?? 0) + 1;
+    }
+    return { outcomes, movements, refusals };
   };
 
   return {
@@ -120,6 +155,10 @@ export function createChaosTally(total: number): ChaosTally {
     unsettled: () =>
       Array.from({ length: total }, (_, op) => op).filter((op) => !finalStatus.has(op)),
     lastError: (op) => endings.get(op)?.lastError ?? null,
+    known: (op) => {
+      const status = finalStatus.get(op);
+      return status === undefined ? undefined : { status, chargeId: chargeIds.get(op) ?? null };
+    },
     observations: () => observations,
     progress: (phase, kills) => ({
       phase,
@@ -133,7 +172,7 @@ export function createChaosTally(total: number): ChaosTally {
       attempts,
       retries,
       retryableErrors: { ...retryableErrors },
-      crashes: { total: crashTotal, byPoint: { ...byPoint } },
+      crashes: { total: crashTotal, byPoint: { ...byPoint }, onMovements: movementCrashes },
       stalls,
       clockSteps,
       replays,
@@ -141,9 +180,21 @@ export function createChaosTally(total: number): ChaosTally {
       abandoned,
       duplicates,
       waits: { ...waits },
-      outcomes: outcomes(),
+      ...counts(),
       settled: finalStatus.size,
       unexpectedErrors: [...unexpectedErrors],
     }),
+  };
+}
+
+function emptyMovementCounts(): MovementCounts {
+  return {
+    succeeded: 0,
+    failed: 0,
+    refused: 0,
+    cancelled: 0,
+    parked: 0,
+    expired: 0,
+    skipped: 0,
   };
 }

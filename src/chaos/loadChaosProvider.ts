@@ -2,7 +2,7 @@ import { isAbsolute, resolve } from 'node:path';
 import { pathToFileURL } from 'node:url';
 import { createHttpProvider } from '../provider/createHttpProvider.js';
 import type { PaymentProvider } from '../provider/PaymentProvider.js';
-import type { ProviderLedgerEntry } from './reconcile.js';
+import type { MovementLedger, ProviderLedgerEntry } from './reconcile.js';
 
 /** What a provider module's default export may be: a factory, or a ready adapter. */
 export type ChaosProviderFactory = (context: {
@@ -22,6 +22,10 @@ export type ChaosProviderFactory = (context: {
  *   included. When present the reconciler checks against it instead of the fake server's
  *   ledger; a plain `PaymentProvider` that does not use the fake server needs it, or every
  *   charge it makes looks like one the provider never made.
+ * - `movementLedger` (optional, with `ledger`): every refund and capture your provider
+ *   recorded, refused ones and duplicates included, each with the `providerKey` it was made
+ *   under. Without it the run has no refunds or captures (`movementRate` is taken as 0): the
+ *   reconciler could not check them.
  *
  * The module is imported by path in each worker, so it must be loadable on its own (from a
  * `.ts` file only when chargeonce itself runs from its TypeScript sources).
@@ -29,12 +33,14 @@ export type ChaosProviderFactory = (context: {
 export type ChaosProviderModule = {
   default: ChaosProviderFactory | PaymentProvider;
   ledger?: () => Promise<readonly ProviderLedgerEntry[]>;
+  movementLedger?: () => Promise<MovementLedger>;
 };
 
-/** A provider ready to use, and its ledger when the module has one. */
+/** A provider ready to use, and its ledgers when the module has them. */
 export type LoadedChaosProvider = {
   provider: PaymentProvider;
   ledger: (() => Promise<readonly ProviderLedgerEntry[]>) | undefined;
+  movementLedger: (() => Promise<MovementLedger>) | undefined;
 };
 
 /** A module path as an import specifier that works from any process and directory. */
@@ -54,9 +60,15 @@ export async function loadChaosProvider(
   baseUrl: string,
 ): Promise<LoadedChaosProvider> {
   if (moduleUrl === undefined) {
-    return { provider: createHttpProvider({ baseUrl }), ledger: undefined };
+    return {
+      provider: createHttpProvider({ baseUrl }),
+      ledger: undefined,
+      movementLedger: undefined,
+    };
   }
-  const module = (await import(moduleUrl)) as Partial<Record<'default' | 'ledger', unknown>>;
+  const module = (await import(moduleUrl)) as Partial<
+    Record<'default' | 'ledger' | 'movementLedger', unknown>
+  >;
   const exported = module.default;
   const provider: unknown =
     typeof exported === 'function'
@@ -67,13 +79,16 @@ export async function loadChaosProvider(
       `${moduleUrl} must export as default a PaymentProvider (createCharge and findCharge) or a function ({ baseUrl }) => PaymentProvider`,
     );
   }
-  const ledger = module.ledger;
-  if (ledger !== undefined && typeof ledger !== 'function') {
-    throw new Error(`${moduleUrl}: the ledger export must be a function`);
+  const { ledger, movementLedger } = module;
+  for (const [name, value] of Object.entries({ ledger, movementLedger })) {
+    if (value !== undefined && typeof value !== 'function') {
+      throw new Error(`${moduleUrl}: the ${name} export must be a function`);
+    }
   }
   return {
     provider,
     ledger: ledger as (() => Promise<readonly ProviderLedgerEntry[]>) | undefined,
+    movementLedger: movementLedger as (() => Promise<MovementLedger>) | undefined,
   };
 }
 

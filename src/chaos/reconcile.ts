@@ -4,6 +4,18 @@ import { REFUSED_ANSWER_REASON_PREFIX } from '../engine/checkProviderAnswer.js';
 import { readLedgerRows, type LocalChargeRow } from '../store/readLedgerRows.js';
 import { withStore } from '../store/storeErrors.js';
 import { DEFAULT_SCHEMA, tablesIn } from '../store/tables.js';
+import { readMovementRows } from './readMovementRows.js';
+import {
+  checkMovements,
+  type MovementLedger,
+  type MovementViolation,
+} from './reconcileMovements.js';
+
+export type {
+  MovementLedger,
+  MovementViolation,
+  ProviderMovementEntry,
+} from './reconcileMovements.js';
 
 /** One charge the provider really made. */
 export type ProviderLedgerEntry = {
@@ -12,6 +24,8 @@ export type ProviderLedgerEntry = {
   status: 'succeeded' | 'declined';
   amountMinor: number;
   currency: string;
+  /** `false`: authorized only, captured later (or never). */
+  capture?: false;
 };
 
 /** A response a client received, to check replays against. */
@@ -26,7 +40,8 @@ export type Violation =
   | { kind: 'outcome_mismatch'; merchantId: string; key: string | null; detail: string }
   | { kind: 'unfinished_key'; merchantId: string; key: string; recoveryPoint: string }
   | { kind: 'duplicate_outcome'; merchantId: string; key: string; chargeIds: string[] }
-  | { kind: 'replay_mismatch'; merchantId: string; key: string; detail: string };
+  | { kind: 'replay_mismatch'; merchantId: string; key: string; detail: string }
+  | MovementViolation;
 
 /** A key the engine parked because the provider's answer could not be recorded: not a violation. */
 export type ParkedKey = { merchantId: string; key: string; chargeId: string; reason: string };
@@ -40,7 +55,14 @@ export type ReconcileReport = {
    * must, and left it to a person. Every other parked key is an `unfinished_key` violation.
    */
   parked: ParkedKey[];
-  checked: { providerCharges: number; localCharges: number; observations: number };
+  checked: {
+    providerCharges: number;
+    localCharges: number;
+    observations: number;
+    /** Refunds and captures in `movementLedger`, and local ones: only with `movementLedger`. */
+    providerMovements?: number;
+    localMovements?: number;
+  };
 };
 
 /** Options of {@link reconcile}. */
@@ -67,6 +89,14 @@ export type ReconcileOptions = {
   expectFinished?: boolean;
   /** Responses clients received: each must be byte for byte the stored one. */
   observations?: readonly ObservedResponse[];
+  /**
+   * Every refund and capture the provider recorded. When given, the refunds and captures of the
+   * engine's tables are checked against it too, per key and per charge (see `checkMovements`):
+   * provider refunds ≤ provider capture ≤ authorization, one capture per authorization, one
+   * provider refund or capture per key, stored outcomes and each charge's totals agreeing with
+   * the provider, and (with `expectFinished`) no reservation left held.
+   */
+  movementLedger?: MovementLedger;
 };
 
 /**
@@ -74,16 +104,22 @@ export type ReconcileOptions = {
  * "exactly one provider charge per key, nothing lost": double charges, provider charges with no
  * local record or recorded as not charged, local successes the provider never made, amounts or
  * currencies that differ, stored outcomes that disagree with the provider, unfinished keys, and
- * replayed bodies that differ from the stored one.
+ * replayed bodies that differ from the stored one. With `movementLedger`, the same for refunds
+ * and captures, and the money invariants of each charge.
  *
  * @throws {StoreUnavailableError} PostgreSQL is out of reach.
  */
 export async function reconcile(options: ReconcileOptions): Promise<ReconcileReport> {
   const tables = tablesIn(options.schema ?? DEFAULT_SCHEMA);
-  const { charges, keysWithoutCharge } = await withStore(async () => {
+  const { charges, keysWithoutCharge, money } = await withStore(async () => {
     const pools = await resolvePool(options.pool);
     try {
-      return await readLedgerRows(pools.slonik, tables, options.merchantIds ?? null);
+      const merchantIds = options.merchantIds ?? null;
+      const rows = await readLedgerRows(pools.slonik, tables, merchantIds);
+      const moved = options.movementLedger
+        ? await readMovementRows(pools.slonik, tables, merchantIds)
+        : null;
+      return { ...rows, money: moved };
     } finally {
       await pools.end();
     }
@@ -144,6 +180,8 @@ export async function reconcile(options: ReconcileOptions): Promise<ReconcileRep
   if (options.expectFinished) {
     for (const key of keysWithoutCharge) {
       if (isFinished(key.recovery_point)) continue;
+      // A refund's or capture's key guards a movement, judged with it below.
+      if (money && isMovementOperation(key.operation)) continue;
       violations.push({
         kind: 'unfinished_key',
         merchantId: key.merchant_id,
@@ -171,20 +209,45 @@ export async function reconcile(options: ReconcileOptions): Promise<ReconcileRep
 
   violations.push(...duplicateOutcomes(options.observations ?? []));
 
+  const parked: ParkedKey[] = charges.filter(refused).map((c) => ({
+    merchantId: c.merchantId,
+    key: c.key as string,
+    chargeId: c.chargeId,
+    reason: c.lastError ?? '',
+  }));
+  if (money && options.movementLedger) {
+    const moved = checkMovements({
+      ...money,
+      providerCharges: new Map(options.providerLedger.map((e) => [e.id, e])),
+      ledger: options.movementLedger,
+      ledgerIsOnlyTheirs: !merchants || options.ledgerIsOnlyTheirs === true,
+      expectFinished: options.expectFinished === true,
+      observations: options.observations ?? [],
+    });
+    violations.push(...moved.violations);
+    parked.push(...moved.parked);
+  }
+
   return {
     violations,
-    parked: charges.filter(refused).map((c) => ({
-      merchantId: c.merchantId,
-      key: c.key as string,
-      chargeId: c.chargeId,
-      reason: c.lastError ?? '',
-    })),
+    parked,
     checked: {
       providerCharges: options.providerLedger.length,
       localCharges: charges.length,
       observations: options.observations?.length ?? 0,
+      ...(money && options.movementLedger
+        ? {
+            providerMovements:
+              options.movementLedger.refunds.length + options.movementLedger.captures.length,
+            localMovements: money.movements.length,
+          }
+        : {}),
     },
   };
+}
+
+function isMovementOperation(operation: string): boolean {
+  return operation === 'refund' || operation === 'capture';
 }
 
 /** Completed, or completed and reaped to a tombstone. */

@@ -18,10 +18,22 @@ export type ChaosOptions = {
    */
   schema?: string;
   /**
-   * How many operations (one key, one request each) to run.
+   * How many operations (one key, one request each) to run: charges, and refunds and captures
+   * of them (see `movementRate`).
    * @defaultValue `1_000`
    */
   charges?: number;
+  /**
+   * The share of operations that are refunds and captures rather than charges, at most 0.9
+   * (each needs a charge to move money on). They come in families after their charge has
+   * succeeded: refunds racing on a captured charge, or one or two captures racing on an
+   * authorization (`capture: false`, full, partial or more than authorized) and then refunds,
+   * with amounts that often add up to more than is refundable, so refusals happen too. Needs a
+   * provider that refunds and captures, and its records of them: with a `providerModule` that
+   * has no `movementLedger` export, no movement is run.
+   * @defaultValue `0.3`
+   */
+  movementRate?: number;
   /**
    * Operations in flight at once, per worker.
    * @defaultValue `8`
@@ -219,6 +231,7 @@ export function resolveChaosOptions(options: ChaosOptions): ResolvedChaosOptions
     databaseUrl: options.databaseUrl,
     schema: options.schema ?? 'chargeonce_chaos',
     charges: options.charges ?? 1_000,
+    movementRate: options.movementRate ?? 0.3,
     concurrency: options.concurrency ?? 8,
     workers: options.workers ?? 2,
     killRate: options.killRate ?? 0.01,
@@ -250,6 +263,15 @@ export function resolveChaosOptions(options: ChaosOptions): ResolvedChaosOptions
     throw new InvalidConfigurationError('databaseUrl is required');
   }
   requireInteger('charges', resolved.charges, 1);
+  if (!(
+    typeof resolved.movementRate === 'number' &&
+    resolved.movementRate >= 0 &&
+    resolved.movementRate <= 0.9
+  )) {
+    throw new InvalidConfigurationError(
+      `movementRate must be in [0, 0.9] (each refund or capture needs a charge), got ${String(resolved.movementRate)}`,
+    );
+  }
   requireInteger('concurrency', resolved.concurrency, 1);
   requireInteger('workers', resolved.workers, 0);
   requireInteger('leaseMs', resolved.leaseMs, 1);

@@ -10,7 +10,8 @@ import { seededRandom } from '../provider/seededRandom.js';
 import { migrate } from '../store/migrate.js';
 import { createEnginePool } from '../store/resolvePool.js';
 import type { ChaosProgress, ChaosReport } from './ChaosReport.js';
-import { chaosMerchants, chaosOperation, mixSeed } from './chaosOperation.js';
+import { chaosMerchants, mixSeed } from './chaosOperation.js';
+import { createChaosPlan } from './createChaosPlan.js';
 import { createChaosEngines, type ChaosEngines } from './createChaosEngines.js';
 import { createChaosTally } from './createChaosTally.js';
 import { addGroupCommitCounts, emptyGroupCommitCounts } from './countGroupCommit.js';
@@ -19,7 +20,7 @@ import {
   providerModuleUrl,
   type LoadedChaosProvider,
 } from './loadChaosProvider.js';
-import { reconcile } from './reconcile.js';
+import { reconcile, type MovementLedger } from './reconcile.js';
 import {
   resolveChaosOptions,
   type ChaosOptions,
@@ -39,12 +40,14 @@ const LEASE_MARGIN_MS = 250;
 
 /**
  * Runs a chaos experiment and reconciles the result: `charges` operations, each one key and one
- * request, whose clients retry with the same key through injected crashes (`crashRate`), worker
+ * request (charges, and, with `movementRate`, captures and refunds of them once they succeeded),
+ * whose clients retry with the same key through injected crashes (`crashRate`), worker
  * processes killed with `SIGKILL` (`killRate`) and a fake provider that hangs, fails before and
  * after charging, resets connections, rate-limits and declines. Then it lets every lease run
  * out, sweeps until idle, lets clients that gave up come back once, and checks the provider's
- * ledger against the engine's tables: exactly one charge per key, nothing lost, every outcome
- * replayed byte for byte.
+ * records against the engine's tables: exactly one charge (refund, capture) per key, nothing
+ * lost, every outcome replayed byte for byte, and per charge refunds within the capture within
+ * the authorization, captured once, its totals the provider's, no reservation left held.
  *
  * The final sweep uses `onAbandoned: 'cancel'`, the engine's default: a charge its client walked
  * away from before the provider made it is cancelled, not made. A cancelled operation is a
@@ -123,7 +126,9 @@ async function runAgainst(
 ): Promise<ChaosReport> {
   // Random, not seeded: a replay with the same seed must not collide with the earlier run's keys.
   const runId = randomBytes(4).toString('hex');
-  const tally = createChaosTally(o.charges);
+  const movementRate = canMove(loaded) ? o.movementRate : 0;
+  const plan = createChaosPlan({ runId, seed: o.seed, operations: o.charges, movementRate });
+  const tally = createChaosTally(plan);
   let kills = 0;
   let phase: ChaosProgress['phase'] = 'charging';
   const report = () => o.onProgress(tally.progress(phase, kills));
@@ -163,6 +168,8 @@ async function runAgainst(
     abandonRate: o.abandonRate,
     duplicateRate: o.duplicateRate,
   };
+  // What the clients of this process run from; workers rebuild the plan from its settings.
+  const planned = { plan, known: (op: number) => tally.known(op) };
   const everyOperation = Array.from({ length: o.charges }, (_, i) => i);
   let fleet = { processesKilled: 0, processesStarted: 0, groupCommit: emptyGroupCommitCounts() };
   // A sweeper and a reaper run while the clients charge: they take over keys whose lease ran
@@ -189,6 +196,7 @@ async function runAgainst(
       await runOperations(
         {
           ...client,
+          ...planned,
           ...faultRates,
           engines,
           random: seededRandom(mixSeed(o.seed, STREAM.inProcess)),
@@ -204,6 +212,8 @@ async function runAgainst(
         plan: {
           ...client,
           ...faultRates,
+          planSize: plan.size,
+          movementRate,
           databaseUrl: o.databaseUrl,
           poolSize: o.poolSize,
           waitMs: o.waitMs,
@@ -211,6 +221,8 @@ async function runAgainst(
           providerModuleUrl: moduleUrl ?? null,
         },
         operations: everyOperation,
+        familyOf: (op) => plan.familyOf(op),
+        known: (op) => tally.known(op),
         sink,
         onKill: () => {
           kills += 1;
@@ -253,6 +265,7 @@ async function runAgainst(
   report();
   const returning = {
     ...client,
+    ...planned,
     engines,
     crashRate: 0,
     stallRate: 0,
@@ -290,6 +303,7 @@ async function runAgainst(
   report();
   const backgroundTotals = await background.stop();
   const ledger = loaded.ledger ? await loaded.ledger() : server.ledger();
+  const movementLedger = await movementLedgerOf(loaded, server, movementRate);
   const merchantIds = chaosMerchants(runId);
   const reconciled = await reconcile({
     pool,
@@ -301,6 +315,7 @@ async function runAgainst(
     ledgerIsOnlyTheirs: !loaded.ledger,
     expectFinished: true,
     observations: tally.observations(),
+    ...(movementLedger ? { movementLedger } : {}),
   });
   const violations = reconciled.violations;
   const counts = tally.counts();
@@ -308,8 +323,8 @@ async function runAgainst(
   const groupCommit = engines.counts();
   addGroupCommitCounts(groupCommit, fleet.groupCommit);
   const unsettled = tally.unsettled().map((op) => {
-    const { key, request } = chaosOperation(runId, o.seed, op);
-    return { merchantId: request.merchantId, key, lastError: tally.lastError(op) };
+    const { key, merchantId, kind } = plan.operation(op);
+    return { merchantId, key, operation: kind, lastError: tally.lastError(op) };
   });
   return {
     ok: violations.length === 0 && counts.unexpectedErrors.length === 0 && unsettled.length === 0,
@@ -320,6 +335,7 @@ async function runAgainst(
     config: {
       workers: o.workers,
       concurrency: o.concurrency,
+      movementRate,
       killRate: o.workers === 0 ? 0 : o.killRate,
       crashRate: o.crashRate,
       stallRate: o.stallRate,
@@ -343,8 +359,11 @@ async function runAgainst(
       ledger: loaded.ledger ? 'provider-module' : 'fake-provider',
     },
     charges: o.charges,
+    operations: plan.counts,
     settled: counts.settled,
     outcomes: counts.outcomes,
+    movements: counts.movements,
+    refusals: counts.refusals,
     abandoned: counts.abandoned,
     attempts: counts.attempts,
     retries: counts.retries,
@@ -360,6 +379,10 @@ async function runAgainst(
     processesStarted: fleet.processesStarted,
     providerFaults: stats.faults,
     providerCharges: ledger.length,
+    providerMovements: {
+      refunds: countByStatus(movementLedger?.refunds ?? []),
+      captures: countByStatus(movementLedger?.captures ?? []),
+    },
     replays: counts.replays,
     adoptions: {
       total: counts.adoptions + sweep.adopted + backgroundTotals.sweep.adopted,
@@ -417,7 +440,39 @@ async function requeueSilentProviderKeys(
   for (const key of stuck) {
     if (!ours.has(key.merchantId) || !key.reason.startsWith(PROVIDER_SILENT_REASON_PREFIX))
       continue;
-    if (await engine.requeue({ merchantId: key.merchantId, key: key.key })) requeued += 1;
+    const target = { merchantId: key.merchantId, key: key.key, operation: key.operation };
+    if (await engine.requeue(target)) requeued += 1;
   }
   return requeued;
+}
+
+/**
+ * Whether the run can refund and capture: the provider can, and the reconciler can read what it
+ * did (the harness's fake server's books, or the module's `movementLedger`).
+ */
+function canMove(loaded: LoadedChaosProvider): boolean {
+  const { provider } = loaded;
+  const able =
+    typeof provider.createRefund === 'function' &&
+    typeof provider.findRefund === 'function' &&
+    typeof provider.capture === 'function' &&
+    typeof provider.findCapture === 'function';
+  return able && (loaded.ledger === undefined || loaded.movementLedger !== undefined);
+}
+
+/** The provider's refunds and captures, for the reconciler; none when the run made none. */
+async function movementLedgerOf(
+  loaded: LoadedChaosProvider,
+  server: FakeProviderServer,
+  movementRate: number,
+): Promise<MovementLedger | undefined> {
+  if (movementRate === 0) return undefined;
+  if (loaded.movementLedger) return loaded.movementLedger();
+  return { refunds: server.refundLedger(), captures: server.captureLedger() };
+}
+
+function countByStatus(entries: MovementLedger['refunds']): { succeeded: number; failed: number } {
+  const counts = { succeeded: 0, failed: 0 };
+  for (const entry of entries) counts[entry.status] += 1;
+  return counts;
 }

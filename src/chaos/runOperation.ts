@@ -1,11 +1,12 @@
 import { IdempotencyKeyInUseError } from '../errors.js';
 import { pause } from '../pause.js';
-import type { ChaosOperation } from './chaosOperation.js';
 import { classifyAttemptError } from './classifyAttemptError.js';
 import type { ChaosEngines } from './createChaosEngines.js';
+import type { PlannedOperation } from './createChaosPlan.js';
 import { createCrashInjector } from './createCrashInjector.js';
-import type { OperationSink } from './OperationSink.js';
+import type { OperationEnd, OperationSink } from './OperationSink.js';
 import { sendDuplicate } from './sendDuplicate.js';
+import type { OperationCall } from './sendOperation.js';
 import { stepWallClock } from './wallClock.js';
 import { watchAttempt } from './watchAttempt.js';
 
@@ -33,29 +34,33 @@ export type ClientSettings = {
 const DUPLICATE_SPREAD_MS = 10;
 
 /**
- * A client of one operation: calls `processCharge` with the operation's key and request until it
- * gets an outcome, retrying what may go differently next time, with the same key, as a real
- * client would; everything it sees goes to `sink`. Its attempts go through the engines its
- * process shares with every other client (so they batch and wait with the others'), each with
- * its own crash and stall points, which the engine's router gives to it by key. With
- * `duplicateRate`, the request is also sent once more at about the same time, through the
- * process's other engine, as a double tap landing on a second server would.
+ * A client of one operation: sends it through `call` (`processCharge`, `processRefund` or
+ * `processCapture`, with the operation's key and request) until it gets an outcome, retrying
+ * what may go differently next time, with the same key, as a real client would. Everything it
+ * sees goes to `sink`; how it ended is also returned (null when `signal` stopped it). Its
+ * attempts go through the engines its process shares with every other client (so they batch and
+ * wait with the others'), each with its own crash and stall points, which the engine's router
+ * gives to it by key. With `duplicateRate`, the request is also sent once more at about the same
+ * time, through the process's other engine, as a double tap landing on a second server would.
  */
 export async function runOperation(
   settings: ClientSettings,
-  op: ChaosOperation,
+  op: PlannedOperation,
+  call: OperationCall,
   sink: OperationSink,
-): Promise<void> {
+): Promise<OperationEnd | null> {
   let duplicate: Promise<void> | null = null;
   if (settings.duplicateRate > 0 && settings.random() < settings.duplicateRate) {
     // Either may go first: the one that claims holds the key while the other waits or is refused.
     const lead = Math.floor(settings.random() * DUPLICATE_SPREAD_MS);
     const duplicateFirst = settings.random() < 0.5;
-    duplicate = sendDuplicate(settings, op, sink, duplicateFirst ? 0 : lead);
+    duplicate = sendDuplicate(settings, op, call, sink, duplicateFirst ? 0 : lead);
     if (duplicateFirst) await pause(lead, settings.signal);
   }
   try {
-    await runAttempts(settings, op, sink);
+    const end = await runAttempts(settings, op, call, sink);
+    if (end) sink.ended(end);
+    return end;
   } finally {
     // In a worker, what the duplicate saw must be sent before the worker reports itself idle.
     await duplicate;
@@ -64,12 +69,13 @@ export async function runOperation(
 
 async function runAttempts(
   settings: ClientSettings,
-  op: ChaosOperation,
+  op: PlannedOperation,
+  call: OperationCall,
   sink: OperationSink,
-): Promise<void> {
+): Promise<OperationEnd | null> {
   let lastError: string | null = null;
   for (let attempt = 0; attempt < settings.maxClientAttempts; attempt++) {
-    if (settings.signal?.aborted) return;
+    if (settings.signal?.aborted) return null;
     const drawn = createCrashInjector(settings.random, settings);
     const clockStepped = settings.random() < settings.clockStepRate;
     if (clockStepped) {
@@ -77,7 +83,8 @@ async function runAttempts(
     }
     const scoped = {
       op: op.index,
-      merchantId: op.request.merchantId,
+      operation: op.kind,
+      merchantId: op.merchantId,
       key: op.key,
       stalled: drawn.stall !== null,
       clockStepped,
@@ -86,52 +93,49 @@ async function runAttempts(
     const shared = settings.engines.forAttempt(drawn.separateClaim);
     const watch = watchAttempt(shared.waits);
     try {
-      const outcome = await shared.router.run(
-        scoped,
-        { faults: drawn.faults, ...watch.route },
-        () => shared.engine.processCharge(op.key, op.request),
+      const answer = await shared.router.run(scoped, { faults: drawn.faults, ...watch.route }, () =>
+        call(shared.engine),
       );
       const found = watch.found();
       sink.attempt({
         ...scoped,
         wait: watch.wait('outcome'),
         kind: 'outcome',
-        status: outcome.status,
-        replayed: outcome.replayed,
-        adopted: !outcome.replayed && found !== null && found.id === outcome.providerChargeId,
-        body: outcome.body,
+        status: answer.status,
+        replayed: answer.replayed,
+        adopted: !answer.replayed && found !== null && found.id === answer.providerId,
+        body: answer.body,
+        chargeId: answer.chargeId,
+        refusal: answer.refusal,
       });
-      sink.ended({ op: op.index, result: 'settled', status: outcome.status, lastError });
-      return;
+      return {
+        op: op.index,
+        result: 'settled',
+        status: answer.status,
+        lastError,
+        ...(op.kind === 'charge' ? { chargeId: answer.chargeId } : {}),
+      };
     } catch (error) {
       const wait = watch.wait(error instanceof IdempotencyKeyInUseError ? 'inUse' : 'error');
       const retry = classifyAttemptError(error);
       if (retry.kind === 'terminal') {
         sink.attempt({ ...scoped, wait, ...retry });
-        sink.ended({
-          op: op.index,
-          result: 'settled',
-          status: retry.status,
-          lastError: retry.code,
-        });
-        return;
+        return { op: op.index, result: 'settled', status: retry.status, lastError: retry.code };
       }
       if (retry.kind === 'unexpected') {
         sink.attempt({ ...scoped, wait, ...retry });
-        sink.ended({ op: op.index, result: 'failed', status: null, lastError: retry.code });
-        return;
+        return { op: op.index, result: 'failed', status: null, lastError: retry.code };
       }
       sink.attempt({ ...scoped, wait, ...retry.event });
       lastError = retry.event.kind === 'crash' ? 'simulated_crash' : retry.event.code;
       if (settings.random() < settings.abandonRate) {
-        sink.ended({ op: op.index, result: 'abandoned', status: null, lastError });
-        return;
+        return { op: op.index, result: 'abandoned', status: null, lastError };
       }
       await pause(retryDelay(retry.retryAfterMs, attempt, settings.random), settings.signal);
     }
   }
-  if (settings.signal?.aborted) return;
-  sink.ended({ op: op.index, result: 'gaveUp', status: null, lastError });
+  if (settings.signal?.aborted) return null;
+  return { op: op.index, result: 'gaveUp', status: null, lastError };
 }
 
 /** Wall-clock steps a client may make: an hour or a minute, either way. */

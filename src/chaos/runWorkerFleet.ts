@@ -5,7 +5,7 @@ import {
   type GroupCommitCounts,
 } from './countGroupCommit.js';
 import { forkWorker } from './forkWorker.js';
-import type { OperationSink } from './OperationSink.js';
+import type { KnownCharge, OperationSink } from './OperationSink.js';
 import type { FromWorker, ToWorker, WorkerPlan } from './workerProtocol.js';
 
 /** Options of {@link runWorkerFleet}. */
@@ -14,9 +14,16 @@ export type FleetOptions = {
   /** After each operation settles, the chance that a random busy worker is killed soon after. */
   killRate: number;
   random: () => number;
-  /** The plan every worker gets, but for its slot, generation and operations. */
-  plan: Omit<WorkerPlan, 'slot' | 'generation' | 'operations'>;
+  /** The plan every worker gets, but for its slot, generation, operations and known charges. */
+  plan: Omit<WorkerPlan, 'slot' | 'generation' | 'operations' | 'known'>;
   operations: readonly number[];
+  /**
+   * The family (the charge's index) of an operation: a family runs on one worker, so that its
+   * refunds and captures follow its charge there.
+   */
+  familyOf: (op: number) => number;
+  /** A charge's outcome, once known: a restarted worker's movements of it need its id. */
+  known: (op: number) => KnownCharge | undefined;
   sink: OperationSink;
   /** Called after each kill. */
   onKill?: () => void;
@@ -50,7 +57,8 @@ type Slot = {
 };
 
 /**
- * Runs the operations over `workers` child processes (split round-robin) and kills them at random
+ * Runs the operations over `workers` child processes (split round-robin by family: a charge and
+ * its refunds and captures) and kills them at random
  * moments: after each settled operation, with `killRate`, a random worker that is running charges
  * is `SIGKILL`ed up to 250 ms later, mid-anything. A killed worker is restarted with the
  * operations it had not reported ended; their clients retry with the same keys, as a load
@@ -63,7 +71,9 @@ export function runWorkerFleet(options: FleetOptions): Promise<FleetResult> {
     const slots: Slot[] = Array.from({ length: options.workers }, (_, slot) => ({
       slot,
       generation: 0,
-      pending: new Set(options.operations.filter((_, i) => i % options.workers === slot)),
+      pending: new Set(
+        options.operations.filter((op) => options.familyOf(op) % options.workers === slot),
+      ),
       child: null,
       ready: false,
       killedByUs: false,
@@ -101,6 +111,17 @@ export function runWorkerFleet(options: FleetOptions): Promise<FleetResult> {
       if (slots.every((s) => s.child === null && s.pending.size === 0)) finish();
     };
 
+    /** The charges of `pending`'s movements that settled already (in a worker now gone). */
+    const knownFor = (pending: ReadonlySet<number>): Array<[number, KnownCharge]> => {
+      const known: Array<[number, KnownCharge]> = [];
+      for (const op of pending) {
+        const family = options.familyOf(op);
+        const charge = family === op || pending.has(family) ? undefined : options.known(family);
+        if (charge) known.push([family, charge]);
+      }
+      return known;
+    };
+
     const start = (s: Slot) => {
       if (s.pending.size === 0) return checkDone();
       const child = forkWorker();
@@ -122,6 +143,7 @@ export function runWorkerFleet(options: FleetOptions): Promise<FleetResult> {
           slot: s.slot,
           generation: s.generation++,
           operations: [...s.pending],
+          known: knownFor(s.pending),
         },
       };
       child.send(message);

@@ -1,9 +1,10 @@
 import { IdempotencyKeyInUseError } from '../errors.js';
 import { pause } from '../pause.js';
-import type { ChaosOperation } from './chaosOperation.js';
 import { classifyAttemptError } from './classifyAttemptError.js';
+import type { PlannedOperation } from './createChaosPlan.js';
 import type { OperationSink } from './OperationSink.js';
 import type { ClientSettings } from './runOperation.js';
+import type { OperationCall } from './sendOperation.js';
 import { watchAttempt } from './watchAttempt.js';
 
 /**
@@ -15,7 +16,8 @@ import { watchAttempt } from './watchAttempt.js';
  */
 export async function sendDuplicate(
   settings: ClientSettings,
-  op: ChaosOperation,
+  op: PlannedOperation,
+  call: OperationCall,
   sink: OperationSink,
   delayMs: number,
 ): Promise<void> {
@@ -25,25 +27,26 @@ export async function sendDuplicate(
   const watch = watchAttempt(shared.waits);
   const scoped = {
     op: op.index,
-    merchantId: op.request.merchantId,
+    operation: op.kind,
+    merchantId: op.merchantId,
     key: op.key,
     stalled: false,
     clockStepped: false,
     duplicate: true,
   };
   try {
-    const outcome = await shared.router.run(scoped, watch.route, () =>
-      shared.engine.processCharge(op.key, op.request),
-    );
+    const answer = await shared.router.run(scoped, watch.route, () => call(shared.engine));
     sink.attempt({
       ...scoped,
       wait: watch.wait('outcome'),
       kind: 'outcome',
-      status: outcome.status,
-      replayed: outcome.replayed,
+      status: answer.status,
+      replayed: answer.replayed,
       // Adoptions are counted for the operation's own client.
       adopted: false,
-      body: outcome.body,
+      body: answer.body,
+      chargeId: answer.chargeId,
+      refusal: answer.refusal,
     });
   } catch (error) {
     const wait = watch.wait(error instanceof IdempotencyKeyInUseError ? 'inUse' : 'error');

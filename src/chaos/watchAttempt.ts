@@ -1,5 +1,4 @@
-import type { ProviderCharge } from '../provider/PaymentProvider.js';
-import type { AttemptRoute } from './createAttemptRouter.js';
+import type { AttemptRoute, FoundAtProvider } from './createAttemptRouter.js';
 import type { WaitEnd } from './OperationSink.js';
 
 /** How an attempt ended, as far as its wait is concerned. */
@@ -7,22 +6,22 @@ export type AttemptEnd = 'outcome' | 'inUse' | 'error';
 
 /**
  * What a client learns about its attempt from the shared engine's router: whether a lookup
- * found a charge (to tell an adoption), and whether it waited on the key in progress and was
+ * found a charge, refund or capture (to tell an adoption), and whether it waited on the key in progress and was
  * woken by the holder's completion.
  */
 export function watchAttempt(engineWaits: boolean): {
   route: Required<Pick<AttemptRoute, 'found' | 'event' | 'notified'>>;
-  found(): ProviderCharge | null;
+  found(): FoundAtProvider | null;
   wait(end: AttemptEnd): WaitEnd | null;
 } {
-  let found: ProviderCharge | null = null;
+  let found: FoundAtProvider | null = null;
   // A conflict on a waiting engine starts a wait (the engine marks the key and sleeps on it).
   let waited = false;
   let notified = false;
   return {
     route: {
-      found: (charge) => {
-        found = charge;
+      found: (answer) => {
+        found = answer;
       },
       event: (event) => {
         if (event.type === 'conflict' && engineWaits) waited = true;

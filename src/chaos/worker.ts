@@ -6,6 +6,7 @@ import type { PgPoolLike } from '../store/pgPoolLike.js';
 import { seededRandom } from '../provider/seededRandom.js';
 import { createEnginePool } from '../store/resolvePool.js';
 import { mixSeed } from './chaosOperation.js';
+import { createChaosPlan } from './createChaosPlan.js';
 import { createChaosEngines, type ChaosEngines } from './createChaosEngines.js';
 import { loadChaosProvider } from './loadChaosProvider.js';
 import { runOperations } from './runOperations.js';
@@ -40,9 +41,17 @@ async function run(plan: WorkerPlan): Promise<void> {
   });
   engines = shared;
   send({ type: 'ready' });
+  const known = new Map(plan.known);
   await runOperations(
     {
       ...plan,
+      plan: createChaosPlan({
+        runId: plan.runId,
+        seed: plan.seed,
+        operations: plan.planSize,
+        movementRate: plan.movementRate,
+      }),
+      known: (op) => known.get(op),
       engines: shared,
       random: seededRandom(mixSeed(plan.seed, plan.slot + 1, plan.generation + 1)),
       signal: stopping.signal,

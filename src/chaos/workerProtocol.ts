@@ -1,5 +1,5 @@
 import type { GroupCommitCounts } from './countGroupCommit.js';
-import type { AttemptEvent, OperationEnd } from './OperationSink.js';
+import type { AttemptEvent, KnownCharge, OperationEnd } from './OperationSink.js';
 
 /** What a worker process is told to do: everything it needs, as plain JSON. */
 export type WorkerPlan = {
@@ -7,6 +7,9 @@ export type WorkerPlan = {
   schema: string;
   runId: string;
   seed: number;
+  /** The run's plan is rebuilt from these (see `createChaosPlan`): operations in all, movements' share. */
+  planSize: number;
+  movementRate: number;
   /** Which worker this is, and how many times it was started before: seeds its randomness. */
   slot: number;
   generation: number;
@@ -27,6 +30,11 @@ export type WorkerPlan = {
   providerModuleUrl: string | null;
   /** The operations to run, by index. */
   operations: number[];
+  /**
+   * The charges whose outcome is known already, by index, for those of `operations` that are
+   * refunds and captures of them (the charge settled in a worker since killed).
+   */
+  known: Array<[number, KnownCharge]>;
 };
 
 /** Parent → worker. `close`: all done, end the pool and leave. */

@@ -7,14 +7,20 @@ import { renderChaosReport } from './renderChaosReport.js';
 
 const USAGE = `Usage: chargeonce chaos [options]
 
-Runs charges through crashes, killed worker processes and a faulty fake provider, sweeps,
-then reconciles the provider's ledger with chargeonce's tables. Exits 0 only when nothing is
-wrong: no violation, no unexpected error, every operation settled.
+Runs charges, captures and refunds through crashes, killed worker processes and a faulty fake
+provider, sweeps, then reconciles the provider's records with chargeonce's tables, per key and
+per charge (refunds within the capture, the capture within the authorization, one capture per
+authorization). Exits 0 only when nothing is wrong: no violation, no unexpected error, every
+operation settled.
 
 Options:
   --database-url URL        PostgreSQL (default: $DATABASE_URL, else a throwaway embedded one)
   --schema NAME             schema to charge in (default: chargeonce_chaos)
-  --charges N               operations, one key each (default: 1000)
+  --charges N               operations, one key each: charges, captures, refunds (default: 1000)
+  --movement-rate P         share of operations that are captures and refunds of the run's
+                            charges, at most 0.9; they follow their charge's success, several
+                            keys racing on one charge, often asking more than is left, so
+                            refusals happen too (default: 0.3; 0 for charges only)
   --workers N               worker processes; 0 runs in this process (default: 2)
   --concurrency N           operations at once per worker (default: 8)
   --kill-rate P             per settled charge, chance a worker is SIGKILLed (default: 0.01)
@@ -50,14 +56,16 @@ Options:
   --provider-timeout-ms MS  engine provider timeout, < lease (default: 1000)
   --seed N                  seed of every random choice (default: random, reported)
   --provider MODULE         your adapter: default export ({ baseUrl }) => PaymentProvider, or a
-                            PaymentProvider; optional export ledger() for the reconciler
+                            PaymentProvider; optional exports ledger() and movementLedger() for
+                            the reconciler (with ledger() but no movementLedger(), no refunds or
+                            captures are run)
   --provider stripe         the Stripe adapter on the official SDK, against stripe-stateful-mock
                             (a Stripe emulator, started here) behind a fault proxy that applies
                             the hang, error, reset and rate-limit rates; --decline-rate picks
                             declining cards; the reconciler reads the emulator's charges. Wrong
-                            amounts, malformed answers and outages do not apply; with
-                            --workers 0 clock steps do not either (the emulator shares the
-                            harness's clock)
+                            amounts, malformed answers, outages, refunds and captures do not
+                            apply; with --workers 0 clock steps do not either (the emulator
+                            shares the harness's clock)
   --json                    print the report as JSON
 `;
 
@@ -83,6 +91,7 @@ export async function chaosCommand(
       'database-url': { type: 'string' },
       schema: { type: 'string' },
       charges: { type: 'string' },
+      'movement-rate': { type: 'string' },
       workers: { type: 'string' },
       concurrency: { type: 'string' },
       'kill-rate': { type: 'string' },
@@ -129,6 +138,7 @@ export async function chaosCommand(
   const options: Omit<ChaosOptions, 'databaseUrl'> = {
     ...(values.schema ? { schema: values.schema } : {}),
     ...defined('charges', count('charges')),
+    ...defined('movementRate', rate('movement-rate')),
     ...defined('workers', count('workers')),
     ...defined('concurrency', count('concurrency')),
     ...defined('killRate', rate('kill-rate')),

@@ -11,13 +11,26 @@ export function renderChaosReport(report: ChaosReport): string[] {
   const seconds = (report.durationMs / 1000).toFixed(1);
   const where = c.workers === 0 ? 'in process' : `on ${c.workers} workers`;
   const lines = [
-    `chargeonce chaos: run ${report.runId}, seed ${report.seed}, ${report.charges} charges ${where} × ${c.concurrency}, ${seconds} s`,
+    `chargeonce chaos: run ${report.runId}, seed ${report.seed}, ${report.charges} operations ${where} × ${c.concurrency}, ${seconds} s`,
     '',
   ];
   const row = (label: string, value: number | string, detail = '') =>
     lines.push(`  ${label.padEnd(20)} ${String(value).padStart(7)}   ${detail}`.trimEnd());
 
-  row('charges settled', report.settled, `of ${report.charges}: ${list(report.outcomes)}`);
+  const { operations: planned, movements } = report;
+  row(
+    'operations settled',
+    report.settled,
+    `of ${report.charges}: charges ${planned.charges}, refunds ${planned.refunds}, captures ${planned.captures}`,
+  );
+  row('charges', sum(report.outcomes), list(report.outcomes));
+  row('refunds', sum(movements.refund), list(movements.refund));
+  row('captures', sum(movements.capture), list(movements.capture));
+  row(
+    'refusals',
+    sum(report.refusals),
+    nonEmpty(report.refusals, (s) => `by chargeonce: ${s}`),
+  );
   row(
     'attempts',
     report.attempts,
@@ -28,7 +41,11 @@ export function renderChaosReport(report: ChaosReport): string[] {
     report.duplicates,
     c.waitMs > 0 ? 'sent alongside a first attempt, through the other in-progress policy' : '',
   );
-  row('crashes injected', report.crashes.total, list(report.crashes.byPoint));
+  row(
+    'crashes injected',
+    report.crashes.total,
+    `${list(report.crashes.byPoint)}; in refunds and captures ${report.crashes.onMovements}`,
+  );
   row('stalls injected', report.stalls, 'attempts set to stall past their lease');
   row('clock steps', report.clockSteps, 'wall clock stepped ±1 min or ±1 h');
   row(
@@ -43,6 +60,12 @@ export function renderChaosReport(report: ChaosReport): string[] {
     row('provider faults', sum(report.providerFaults), list(report.providerFaults));
   }
   row('provider charges', report.providerCharges);
+  const { refunds, captures } = report.providerMovements;
+  row(
+    'provider movements',
+    refunds.succeeded + refunds.failed + captures.succeeded + captures.failed,
+    `refunds ${refunds.succeeded} (failed ${refunds.failed}), captures ${captures.succeeded} (failed ${captures.failed})`,
+  );
   const { claims, completions } = report.groupCommit;
   row('batched claims', claims.batches, batchDetail(claims));
   row('batched completions', completions.batches, batchDetail(completions));
@@ -94,13 +117,15 @@ export function renderChaosReport(report: ChaosReport): string[] {
   if (report.unsettled.length > 0) {
     lines.push(`UNSETTLED OPERATIONS: ${report.unsettled.length}`);
     for (const u of report.unsettled.slice(0, SHOWN)) {
-      lines.push(`  ${u.merchantId} ${u.key}: last error ${u.lastError ?? 'none'}`);
+      lines.push(
+        `  ${u.merchantId} ${u.key} (${u.operation}): last error ${u.lastError ?? 'none'}`,
+      );
     }
     more(lines, report.unsettled.length);
   }
   lines.push(
     report.ok
-      ? 'No violations: every operation settled, each key charged at most once, every replay identical.'
+      ? 'No violations: every operation settled, each key moved money at most once, refunds within captures within authorizations, every replay identical.'
       : `FAILED: replay the same requests and fault rates with --seed ${report.seed}.`,
   );
   return lines;
@@ -130,6 +155,22 @@ function describe(v: Violation): string {
       return `replay mismatch on ${v.merchantId} ${v.key}: ${v.detail}`;
     case 'duplicate_outcome':
       return `one key, several charges: ${v.merchantId} ${v.key} answered with ${v.chargeIds.join(', ')}`;
+    case 'double_movement':
+      return `double ${v.movement} under ${v.providerKey}: ${v.providerIds.join(', ')}`;
+    case 'lost_movement':
+      return `lost ${v.movement} ${v.providerId} under ${v.providerKey}: ${v.detail}`;
+    case 'captured_twice':
+      return `authorization ${v.providerChargeId} captured twice: ${v.captureIds.join(', ')}`;
+    case 'over_capture':
+      return `over-capture of ${v.providerChargeId}: ${v.detail}`;
+    case 'over_refund':
+      return `over-refund of ${v.providerChargeId}: ${v.detail}`;
+    case 'movement_mismatch':
+      return `${v.movement} mismatch on ${v.merchantId} ${v.key ?? '(no key)'} (${v.movementId}): ${v.detail}`;
+    case 'totals_mismatch':
+      return `totals mismatch on charge ${v.chargeId} (${v.merchantId}): ${v.detail}`;
+    case 'reservation_held':
+      return `reservation held on charge ${v.chargeId} (${v.merchantId}): ${v.detail}`;
   }
 }
 

@@ -31,17 +31,25 @@ describe('chargeonce chaos', { timeout: 120_000 }, () => {
     // Twice as many clients as by default, on a pool of a quarter as many connections: their
     // claims and completions queue for it, and go out in batches.
     const { stdout } = await chaos(
-      ...['--charges', '50', '--workers', '1', '--concurrency', '16', '--seed', '7'],
-      ...['--duplicate-rate', '0.2', '--wait-ms', '400'],
+      ...['--charges', '80', '--workers', '1', '--concurrency', '16', '--seed', '7'],
+      ...['--duplicate-rate', '0.2', '--wait-ms', '400', '--movement-rate', '0.5'],
     );
 
     const report = JSON.parse(stdout) as ChaosReport;
     expect(report.violations).toEqual([]);
     expect(report.ok).toBe(true);
-    expect(report.settled).toBe(50);
+    expect(report.settled).toBe(80);
     expect(report.config.ledger).toBe('fake-provider');
-    expect(report.config).toMatchObject({ duplicateRate: 0.2, waitMs: 400 });
+    expect(report.config).toMatchObject({ duplicateRate: 0.2, waitMs: 400, movementRate: 0.5 });
     expect(report.duplicates).toBeGreaterThan(0);
+    // Charges, captures and refunds were mixed, and money moved each way, at the provider too.
+    const { operations, movements, providerMovements } = report;
+    expect(operations.charges + operations.refunds + operations.captures).toBe(80);
+    expect(movements.refund.succeeded).toBeGreaterThan(0);
+    expect(movements.capture.succeeded).toBeGreaterThan(0);
+    expect(movements.refund.refused + movements.capture.refused).toBeGreaterThan(0);
+    expect(providerMovements.refunds.succeeded).toBeGreaterThan(0);
+    expect(providerMovements.captures.succeeded).toBeGreaterThan(0);
     // The worker's clients shared its engines: claims or completions of several keys went out
     // as one statement (group commit), and the report says so.
     const { claims, completions } = report.groupCommit;

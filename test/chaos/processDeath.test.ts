@@ -13,11 +13,13 @@ afterAll(async () => {
 
 // Real processes on a shared machine: generous, so a busy box is not a failure.
 describe('process death', { timeout: 120_000 }, () => {
-  it('workers SIGKILLed mid-charge and restarted: retries and a sweep charge every key once', async () => {
-    const charges = 300;
+  it('workers SIGKILLed mid-operation and restarted: every key moves money once, refunds within captures within authorizations', async () => {
+    const operations = 400;
     const report = await runChaos({
       databaseUrl: db.url,
-      charges,
+      charges: operations,
+      // Charges, and captures and refunds of them racing on each charge.
+      movementRate: 0.4,
       workers: 2,
       concurrency: 16,
       killRate: 0.02,
@@ -34,7 +36,7 @@ describe('process death', { timeout: 120_000 }, () => {
     expect(report.violations).toEqual([]);
     expect(report.unexpectedErrors).toEqual([]);
     expect(report.unsettled).toEqual([]);
-    expect(report.settled).toBe(charges);
+    expect(report.settled).toBe(operations);
     expect(report.ok).toBe(true);
     // The chaos really happened: a run without it would prove nothing.
     expect(report.processesKilled).toBeGreaterThan(0);
@@ -49,8 +51,8 @@ describe('process death', { timeout: 120_000 }, () => {
     // Clients that walked away left keys for the sweep to finish.
     expect(report.abandoned).toBeGreaterThan(0);
     expect(report.sweep.examined + report.background.sweep.examined).toBeGreaterThan(0);
-    // The provider's ledger is no larger than the number of keys: no key charged twice.
-    expect(report.providerCharges).toBeLessThanOrEqual(charges);
+    // The provider's ledger is no larger than the number of charge keys: no key charged twice.
+    expect(report.providerCharges).toBeLessThanOrEqual(report.operations.charges);
     // Each worker's clients shared its engines: their claims and completions went out in batches
     // of several keys (group commit)...
     const { claims, completions } = report.groupCommit;
@@ -64,5 +66,18 @@ describe('process death', { timeout: 120_000 }, () => {
     expect(report.retryableErrors.idempotency_key_in_use ?? 0).toBeGreaterThan(
       report.waits.timedOut,
     );
+    // Both kinds of movement ran, and ended every way that matters: money moved, and chargeonce
+    // refused what would have broken an invariant (refunds past what is left of the capture).
+    const { operations: planned, movements, refusals } = report;
+    expect(planned.refunds).toBeGreaterThan(0);
+    expect(planned.captures).toBeGreaterThan(0);
+    expect(movements.refund.succeeded).toBeGreaterThan(0);
+    expect(movements.capture.succeeded).toBeGreaterThan(0);
+    expect(movements.refund.refused).toBeGreaterThan(0);
+    expect(refusals.exceeds_refundable ?? 0).toBeGreaterThan(0);
+    // Crashes hit them as they hit charges.
+    expect(report.crashes.onMovements).toBeGreaterThan(0);
+    expect(report.providerMovements.refunds.succeeded).toBeGreaterThan(0);
+    expect(report.providerMovements.captures.succeeded).toBeGreaterThan(0);
   });
 });
