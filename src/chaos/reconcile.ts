@@ -4,7 +4,7 @@ import { REFUSED_ANSWER_REASON_PREFIX } from '../engine/checkProviderAnswer.js';
 import { readLedgerRows, type LocalChargeRow } from '../store/readLedgerRows.js';
 import { withStore } from '../store/storeErrors.js';
 import { DEFAULT_SCHEMA, tablesIn } from '../store/tables.js';
-import { readMovementRows } from './readMovementRows.js';
+import { readMovementRows } from '../store/readMovementRows.js';
 import {
   checkMovements,
   type MovementLedger,

@@ -1,7 +1,7 @@
 import { REFUSED_ANSWER_REASON_PREFIX } from '../engine/checkProviderAnswer.js';
 import { MOVEMENT_HTTP_STATUS } from '../engine/movementDefinitions.js';
 import type { MovementStatus } from '../engine/movementTypes.js';
-import type { ChargeTotalsRow, LocalMovementRow } from './readMovementRows.js';
+import type { ChargeTotalsRow, LocalMovementRow } from '../store/readMovementRows.js';
 
 /** One refund or capture the provider recorded, refused (`failed`) ones included. */
 export type ProviderMovementEntry = {

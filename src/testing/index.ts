@@ -35,6 +35,11 @@ export type {
   ReconcileReport,
   Violation,
 } from '../chaos/reconcile.js';
+export type {
+  MovementLedger,
+  MovementViolation,
+  ProviderMovementEntry,
+} from '../chaos/reconcileMovements.js';
 export { runChaos } from '../chaos/runChaos.js';
 export { DEFAULT_PROVIDER_FAULTS } from '../chaos/resolveChaosOptions.js';
 export type { ChaosOptions } from '../chaos/resolveChaosOptions.js';

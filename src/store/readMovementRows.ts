@@ -1,6 +1,6 @@
 import { z } from 'zod';
 import { sql, type CommonQueryMethods } from 'slonik';
-import type { Tables } from '../store/tables.js';
+import type { Tables } from './tables.js';
 
 /** A charge's money as its row holds it: what refunds and captures moved and hold. */
 export type ChargeTotalsRow = {
