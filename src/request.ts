@@ -1,4 +1,4 @@
-import { createHash } from 'node:crypto';
+import { hash } from 'node:crypto';
 import { z } from 'zod';
 import { InvalidRequestError, type FieldIssue } from './errors.js';
 import { fastValidateChargeRequest } from './requestFastPath.js';
@@ -259,9 +259,9 @@ export function canonicalJson(value: unknown): string {
   return `{${entries.map(([k, v]) => `${JSON.stringify(k)}:${canonicalJson(v)}`).join(',')}}`;
 }
 
-/** sha256 hex of a string. */
+/** sha256 hex of a string (one-shot `hash`: half the cost of a `Hash` object, on every claim). */
 export function sha256Hex(text: string): string {
-  return createHash('sha256').update(text).digest('hex');
+  return hash('sha256', text, 'hex');
 }
 
 /**

@@ -1,4 +1,4 @@
-import { createHash } from 'node:crypto';
+import { hash } from 'node:crypto';
 import { isValidIdempotencyKey } from './idempotencyKey.js';
 import {
   CHARGE_CURRENCIES,
@@ -136,6 +136,7 @@ export function fastValidateChargeRequest(key: unknown, input: unknown): Validat
     key,
     request,
     canonical,
-    fingerprint: createHash('sha256').update(canonical).digest('hex'),
+    // One-shot: half the cost of a Hash object (request.ts's sha256Hex, which imports this file).
+    fingerprint: hash('sha256', canonical, 'hex'),
   };
 }

