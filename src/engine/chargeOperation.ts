@@ -10,6 +10,7 @@ import { chargePhase, crashPoint } from './chargePhase.js';
 import type { EngineEnv } from './engineEnv.js';
 import type { HeldLease } from './lease.js';
 import { observePhase } from './observeCharge.js';
+import { existingKey } from './existingKey.js';
 import { replayOf } from './outcomes.js';
 import type { OperationDefinition } from './phaseMachine.js';
 import { reservePhase } from './reservePhase.js';
@@ -51,7 +52,9 @@ export const CHARGE: OperationDefinition<ChargeRequest, KeyState, OwnedChargeKey
     );
     const reserve = !env.separateClaim;
     const input: ClaimInput = {
-      ...scoped,
+      merchantId: scoped.merchantId,
+      operation: scoped.operation,
+      key: scoped.key,
       reserve,
       requestHash: v.fingerprint,
       canonicalRequest: v.canonical,
@@ -121,7 +124,7 @@ export const CHARGE: OperationDefinition<ChargeRequest, KeyState, OwnedChargeKey
       case 'existing':
         return {
           kind: 'existing',
-          key: { ...result.state, subjectId: result.state.chargeId },
+          key: existingKey(result.state, result.state.chargeId),
           state: result.state,
           storedRequest: result.storedRequest,
         };
@@ -151,7 +154,16 @@ export const CHARGE: OperationDefinition<ChargeRequest, KeyState, OwnedChargeKey
     };
   },
   finish: async (env, owned, v) => {
-    const charge = { ...owned, request: v.request };
+    const charge = {
+      scoped: owned.scoped,
+      lockToken: owned.lockToken,
+      chargeId: owned.chargeId,
+      providerKey: owned.providerKey,
+      providerMayHaveCharged: owned.providerMayHaveCharged,
+      lease: owned.lease,
+      reservation: owned.reservation,
+      request: v.request,
+    };
     if (owned.point === 'started') {
       const rejected = await reservePhase(env, charge);
       if (rejected) return rejected;

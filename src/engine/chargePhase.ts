@@ -103,7 +103,12 @@ export async function chargePhase(
       completeHook &&
         ((tx) =>
           completeHook(tx, {
-            ...hookContext(charge),
+            merchantId: charge.scoped.merchantId,
+            operation: charge.scoped.operation,
+            key: charge.scoped.key,
+            chargeId: charge.chargeId,
+            providerKey: charge.providerKey,
+            request: charge.request,
             status: providerCharge.status,
             providerChargeId: providerCharge.id,
             declineCode,
@@ -148,7 +153,9 @@ function terminal(
   declineCode: string | null,
 ): CompletionInput {
   return {
-    ...charge.scoped,
+    merchantId: charge.scoped.merchantId,
+    operation: charge.scoped.operation,
+    key: charge.scoped.key,
     lockToken: charge.lockToken,
     chargeStatus: status,
     providerChargeId,
@@ -177,7 +184,9 @@ function outcomeOf(charge: OwnedCharge, completion: CompletionInput): ChargeOutc
 
 function hookContext(charge: OwnedCharge) {
   return {
-    ...charge.scoped,
+    merchantId: charge.scoped.merchantId,
+    operation: charge.scoped.operation,
+    key: charge.scoped.key,
     chargeId: charge.chargeId,
     providerKey: charge.providerKey,
     request: charge.request,

@@ -196,11 +196,13 @@ export function createChargeEngine(options: ChargeEngineOptions): ChargeEngine {
         await observerReady;
         return pools;
       })
+      /* eslint-disable no-restricted-syntax -- once per engine, not per charge */
       .then((pools) => ({
         ...pools,
         group: pools.pg && groupCommit ? createGroupCommit(pools.pg, env.tables) : null,
         waiters: pools.pg && env.inProgress !== 'reject' ? createKeyWaiters(pools.pg) : null,
       }))
+      /* eslint-enable no-restricted-syntax */
       .catch((error: unknown) => {
         resolved = undefined;
         throw error;

@@ -19,6 +19,17 @@ export type ExistingKey = {
   leaseRemainingMs: number;
 };
 
+/** The fields every operation reads of an existing key, written out (no spread: hot path). */
+export function existingKey(state: Omit<ExistingKey, 'subjectId'>, subjectId: string): ExistingKey {
+  return {
+    requestHash: state.requestHash,
+    recoveryPoint: state.recoveryPoint,
+    subjectId,
+    leaseHeld: state.leaseHeld,
+    leaseRemainingMs: state.leaseRemainingMs,
+  };
+}
+
 /**
  * What a claim that found the key already there does with it, the same for every operation:
  * `completed` (replay it) or `resumable` (take it over at its recovery point). The fingerprint

@@ -41,7 +41,9 @@ export async function coverProviderBudget(env: EngineEnv, held: LeasedKey): Prom
   const pool = await env.pool();
   const renewed = await withStore(() =>
     renewLease(pool, env.tables, {
-      ...held.scoped,
+      merchantId: held.scoped.merchantId,
+      operation: held.scoped.operation,
+      key: held.scoped.key,
       lockToken: held.lockToken,
       leaseMs: env.leaseMs,
     }),

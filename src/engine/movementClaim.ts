@@ -76,7 +76,9 @@ export async function claimMovementPhase(
             if (!(error instanceof ChargeRejectedError)) throw error;
             await tx.query(
               completeMovementQuery(env.tables, {
-                ...scoped,
+                merchantId: scoped.merchantId,
+                operation: scoped.operation,
+                key: scoped.key,
                 lockToken: input.lockToken,
                 status: 'refused',
                 refusal: 'rejected',

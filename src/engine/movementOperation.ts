@@ -5,6 +5,7 @@ import {
   type MovementKeyState,
   type StoredMovementStatus,
 } from '../store/movementStore.js';
+import { existingKey } from './existingKey.js';
 import type { MovementDefinition } from './movementDefinitions.js';
 import { claimMovementPhase } from './movementClaim.js';
 import { movementPhase, type OwnedMovement } from './movementPhase.js';
@@ -52,7 +53,9 @@ export function movementOperation(
       const reason = v.request.reason ?? null;
       const claimSentAt = env.clock.now();
       const claim = await claimMovementPhase(env, def, {
-        ...scoped,
+        merchantId: scoped.merchantId,
+        operation: scoped.operation,
+        key: scoped.key,
         requestHash: v.fingerprint,
         canonicalRequest: v.canonical,
         movementId,
@@ -72,7 +75,7 @@ export function movementOperation(
         case 'existing':
           return {
             kind: 'existing',
-            key: { ...claim.state, subjectId: claim.state.movementId },
+            key: existingKey(claim.state, claim.state.movementId),
             state: claim.state,
             storedRequest: claim.storedRequest,
           };

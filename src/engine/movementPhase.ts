@@ -96,7 +96,8 @@ export async function movementPhase(
     providerKey: owned.providerKey,
     reason: owned.reason,
     held: {
-      ...held,
+      status: held.status,
+      refusal: held.refusal,
       amountMinor: held.amountMinor,
       currency: held.currency,
       providerChargeId: held.providerChargeId,
@@ -180,7 +181,9 @@ async function complete(
     owned.reason,
   );
   const completion: MovementCompletion = {
-    ...owned.scoped,
+    merchantId: owned.scoped.merchantId,
+    operation: owned.scoped.operation,
+    key: owned.scoped.key,
     lockToken: owned.lockToken,
     status: result.status,
     providerMovementId: result.providerMovementId,
@@ -263,7 +266,15 @@ function hookFor(
   if (!completeHook || providerMovementId === null) return undefined;
   return (tx) =>
     completeHook(tx, {
-      ...ctx,
+      merchantId: ctx.merchantId,
+      operation: ctx.operation,
+      key: ctx.key,
+      movementId: ctx.movementId,
+      chargeId: ctx.chargeId,
+      providerKey: ctx.providerKey,
+      amountMinor: ctx.amountMinor,
+      currency: ctx.currency,
+      reason: ctx.reason,
       status: result.status === 'succeeded' ? 'succeeded' : 'failed',
       providerMovementId,
       failureCode: result.failureCode,

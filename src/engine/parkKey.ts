@@ -20,7 +20,13 @@ export function lostLease(env: EngineEnv, held: HeldKey) {
 export async function parkKey(env: EngineEnv, held: HeldKey, reason: string): Promise<void> {
   const pool = await env.pool();
   const parked = await withStore(() =>
-    failKey(pool, env.tables, { ...held.scoped, lockToken: held.lockToken, reason }),
+    failKey(pool, env.tables, {
+      merchantId: held.scoped.merchantId,
+      operation: held.scoped.operation,
+      key: held.scoped.key,
+      lockToken: held.lockToken,
+      reason,
+    }),
   );
   if (!parked) throw lostLease(env, held);
   env.observer.event({ type: 'parked', ...held.scoped, reason });

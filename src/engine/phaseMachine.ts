@@ -173,7 +173,14 @@ async function attempt<R, State, Owned, Outcome extends OperationOutcome>(
   }
   // Read before the pool is asked for a connection: the lease is measured from here.
   const lease: HeldLease = { setAt: env.clock.now() };
-  const input = { ...scoped, requestHash: v.fingerprint, lockToken, leaseMs: env.leaseMs };
+  const input: TakeOverInput = {
+    merchantId: scoped.merchantId,
+    operation: scoped.operation,
+    key: scoped.key,
+    requestHash: v.fingerprint,
+    lockToken,
+    leaseMs: env.leaseMs,
+  };
   const taken = await withStore(() => def.takeOver(env, input, lease, v, claim.state));
   if (!taken) return null;
   env.observer.event({

@@ -21,7 +21,9 @@ export async function releaseQuietly(
   try {
     const pool = await env.pool();
     await releaseKey(pool, env.tables, {
-      ...charge.scoped,
+      merchantId: charge.scoped.merchantId,
+      operation: charge.scoped.operation,
+      key: charge.scoped.key,
       lockToken: charge.lockToken,
       lastError,
     });

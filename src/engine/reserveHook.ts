@@ -32,7 +32,9 @@ export async function runReserveHook(
   try {
     await tx.transaction(async (savepoint) => {
       await hook(hookTransaction(savepoint), {
-        ...charge.scoped,
+        merchantId: charge.scoped.merchantId,
+        operation: charge.scoped.operation,
+        key: charge.scoped.key,
         chargeId: charge.chargeId,
         providerKey: charge.providerKey,
         request: charge.request,
@@ -42,7 +44,9 @@ export async function runReserveHook(
   } catch (error) {
     if (!(error instanceof ChargeRejectedError)) throw error;
     await completeKey(tx, env.tables, {
-      ...charge.scoped,
+      merchantId: charge.scoped.merchantId,
+      operation: charge.scoped.operation,
+      key: charge.scoped.key,
       lockToken: charge.lockToken,
       chargeStatus: 'rejected',
       providerChargeId: null,

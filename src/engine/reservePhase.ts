@@ -19,7 +19,9 @@ export async function reservePhase(
   charge: ReservingCharge,
 ): Promise<ChargeOutcome | null> {
   const input: ReserveInput = {
-    ...charge.scoped,
+    merchantId: charge.scoped.merchantId,
+    operation: charge.scoped.operation,
+    key: charge.scoped.key,
     lockToken: charge.lockToken,
     chargeId: charge.chargeId,
     providerKey: charge.providerKey,

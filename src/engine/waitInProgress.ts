@@ -80,7 +80,12 @@ export async function joinOrRun<T extends { replayed: boolean }>(
     const outcome = await Promise.race([shared.catch(() => null), outOfTime]);
     clearTimeout(timer);
     if (outcome === 'outOfTime') throw new IdempotencyKeyInUseError(JOINER_RETRY_AFTER_MS);
-    if (outcome) return { ...outcome, replayed: true };
+    if (outcome) {
+      // A copy, then the flag: `{ ...outcome, replayed }` would build a new hidden class.
+      const replay = { ...outcome };
+      replay.replayed = true;
+      return replay;
+    }
   }
   const mine = run();
   running.set(id, mine);

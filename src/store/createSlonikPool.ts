@@ -31,10 +31,12 @@ export async function createSlonikPool(
   options: { maximumPoolSize?: number } = {},
 ): Promise<DatabasePool> {
   try {
+    /* eslint-disable no-restricted-syntax -- once per pool, not per charge */
     return await createPool(connectionString, {
       ...SLONIK_POOL_SETTINGS,
       maximumPoolSize: options.maximumPoolSize ?? 10,
     });
+    /* eslint-enable no-restricted-syntax */
   } catch (error) {
     if (isStoreUnavailable(error)) throw new StoreUnavailableError({ cause: error });
     throw new InvalidConfigurationError(

@@ -86,7 +86,10 @@ export type MovementCompletion = ScopedKey & {
 export type MovementDb = { pg: PgPoolLike | null; slonik: CommonQueryMethods };
 
 async function send(db: MovementDb, statement: { name: string; text: string }, values: unknown[]) {
-  if (db.pg) return (await db.pg.query({ ...statement, values })).rows[0];
+  if (db.pg) {
+    const query = { name: statement.name, text: statement.text, values };
+    return (await db.pg.query(query)).rows[0];
+  }
   return (await db.slonik.query(rawQuery(statement.text, values))).rows[0] as Row | undefined;
 }
 
