@@ -6,9 +6,9 @@ import {
   KeyNotResolvableError,
   ProviderAnswerInvalidError,
   type ChargeEngine,
-  type PaymentProvider,
 } from '../../src/index.js';
 import { createFakeProvider } from '../../src/testing/index.js';
+import { withWrongMovementAnswers } from '../support/wrongMovementAnswers.js';
 import { createTestDatabase, type TestDatabase } from '../support/testDatabase.js';
 import { aKey, aRequest, waitFor } from '../support/charges.js';
 
@@ -19,22 +19,7 @@ const fake = createFakeProvider();
 /** While set, a refund gets an answer for another amount (nothing recorded): the key is parked. */
 let answerWrongly = false;
 
-const provider: PaymentProvider = {
-  createCharge: (input, opts) => fake.createCharge(input, opts),
-  findCharge: (key, opts) => fake.findCharge(key, opts),
-  createRefund: (input, opts) =>
-    answerWrongly
-      ? Promise.resolve({
-          id: 're_wrong',
-          status: 'succeeded',
-          amountMinor: input.amountMinor + 1,
-          currency: input.currency,
-        })
-      : fake.createRefund(input, opts),
-  findRefund: (key, opts) => fake.findRefund(key, opts),
-  capture: (input, opts) => fake.capture(input, opts),
-  findCapture: (input, opts) => fake.findCapture(input, opts),
-};
+const provider = withWrongMovementAnswers(fake, () => answerWrongly);
 
 beforeAll(async () => {
   db = await createTestDatabase();

@@ -8,10 +8,10 @@ import {
   ProviderAnswerInvalidError,
   type ChargeEngine,
   type ChargeHooks,
-  type PaymentProvider,
   type ResolveInput,
 } from '../../src/index.js';
 import { createFakeProvider } from '../../src/testing/index.js';
+import { withWrongMovementAnswers } from '../support/wrongMovementAnswers.js';
 import { createTestDatabase, type TestDatabase } from '../support/testDatabase.js';
 import { aKey, aRequest } from '../support/charges.js';
 
@@ -22,30 +22,7 @@ const fake = createFakeProvider();
 let answerWrongly = false;
 
 /** The fake provider, except while `answerWrongly`: then the engine must park the key. */
-const provider: PaymentProvider = {
-  createCharge: (input, opts) => fake.createCharge(input, opts),
-  findCharge: (key, opts) => fake.findCharge(key, opts),
-  createRefund: (input, opts) =>
-    answerWrongly
-      ? Promise.resolve({
-          id: 're_wrong',
-          status: 'succeeded',
-          amountMinor: input.amountMinor + 1,
-          currency: input.currency,
-        })
-      : fake.createRefund(input, opts),
-  findRefund: (key, opts) => fake.findRefund(key, opts),
-  capture: (input, opts) =>
-    answerWrongly
-      ? Promise.resolve({
-          id: 'cap_wrong',
-          status: 'succeeded',
-          amountMinor: input.amountMinor + 1,
-          currency: input.currency,
-        })
-      : fake.capture(input, opts),
-  findCapture: (input, opts) => fake.findCapture(input, opts),
-};
+const provider = withWrongMovementAnswers(fake, () => answerWrongly);
 
 /** The caller's own table, written by the refund and capture hooks. */
 const hookRow = z.object({

@@ -11,9 +11,9 @@ import {
   ProviderAnswerInvalidError,
   type ChargeEngine,
   type KeyInspection,
-  type PaymentProvider,
 } from '../../src/index.js';
 import { createFakeProvider } from '../../src/testing/index.js';
+import { withWrongMovementAnswers } from '../support/wrongMovementAnswers.js';
 import { createTestDatabase, type TestDatabase } from '../support/testDatabase.js';
 import { aKey, aRequest } from '../support/charges.js';
 
@@ -26,22 +26,7 @@ const fake = createFakeProvider();
 let answerWrongly = false;
 
 /** The fake provider; while `answerWrongly`, a refund's answer is for another amount. */
-const provider: PaymentProvider = {
-  createCharge: (input, opts) => fake.createCharge(input, opts),
-  findCharge: (key, opts) => fake.findCharge(key, opts),
-  createRefund: (input, opts) =>
-    answerWrongly
-      ? Promise.resolve({
-          id: 're_wrong',
-          status: 'succeeded',
-          amountMinor: input.amountMinor + 1,
-          currency: input.currency,
-        })
-      : fake.createRefund(input, opts),
-  findRefund: (key, opts) => fake.findRefund(key, opts),
-  capture: (input, opts) => fake.capture(input, opts),
-  findCapture: (input, opts) => fake.findCapture(input, opts),
-};
+const provider = withWrongMovementAnswers(fake, () => answerWrongly);
 
 beforeAll(async () => {
   db = await createTestDatabase();
