@@ -1,5 +1,6 @@
 import { z } from 'zod';
 import { sql, type CommonQueryMethods } from 'slonik';
+import { completeParkedUpdate } from './completeParkedKey.js';
 import type { ScopedKey } from './keyState.js';
 import type { Tables } from './tables.js';
 
@@ -32,18 +33,7 @@ export async function completeParkedMovement(
   input: ParkedMovementCompletion,
 ): Promise<{ completed: boolean; settled: boolean }> {
   return db.one(sql.type(z.object({ completed: z.boolean(), settled: z.boolean() }))`
-    WITH done AS (
-      UPDATE ${tables.keys}
-      SET recovery_point = 'completed', response_status = ${input.responseStatus},
-        response_body = ${input.responseBody}, lock_token = NULL, locked_until = NULL,
-        completed_at = now(), updated_at = now()
-      WHERE merchant_id = ${input.merchantId}
-        AND operation = ${input.operation}
-        AND key = ${input.key}
-        AND lock_token = ${input.lockToken}::uuid
-        AND recovery_point = 'failed'
-      RETURNING merchant_id, charge_id
-    ), moved AS (
+    WITH done AS (${completeParkedUpdate(tables, input)}), moved AS (
       UPDATE ${tables.movements} m
       SET status = ${input.status}::text, provider_movement_id = ${input.providerMovementId},
         failure_code = ${input.failureCode}, updated_at = now()

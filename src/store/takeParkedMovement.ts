@@ -1,6 +1,7 @@
 import { z } from 'zod';
 import { sql, type CommonQueryMethods } from 'slonik';
-import { nowPlusMs, type ScopedKey } from './keyState.js';
+import type { ScopedKey } from './keyState.js';
+import { takeParkedUpdate } from './takeParkedKey.js';
 import type { Tables } from './tables.js';
 
 /** A parked refund or capture key a person's action now holds, with its movement row. */
@@ -47,15 +48,7 @@ export async function takeParkedMovement(
   input: ScopedKey & { lockToken: string; leaseMs: number },
 ): Promise<ParkedMovement | null> {
   const row = await db.maybeOne(sql.type(parkedRow)`
-    WITH taken AS (
-      UPDATE ${tables.keys}
-      SET lock_token = ${input.lockToken}::uuid, locked_until = ${nowPlusMs(input.leaseMs)}
-      WHERE merchant_id = ${input.merchantId}
-        AND operation = ${input.operation}
-        AND key = ${input.key}
-        AND recovery_point = 'failed'
-      RETURNING merchant_id, charge_id
-    )
+    WITH taken AS (${takeParkedUpdate(tables, input)})
     SELECT t.charge_id::text AS movement_id, m.kind, m.status, m.charge_id::text AS charge_id,
       m.amount_minor::float8 AS amount_minor, m.currency, m.reason, m.provider_key
     FROM taken t
