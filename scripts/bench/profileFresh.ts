@@ -1,8 +1,9 @@
-// Node CPU per fresh charge, the engine against the floor and nothing else: a smaller, steadier
+// Node CPU per fresh charge (or replay, `--scenario replay`), the engine against the floor and nothing else: a smaller, steadier
 // instrument than the full bench, for finding where the engine's CPU goes. Run it as
 //
 //   npx tsx scripts/bench/profileFresh.ts [--designs engine,floor] [--calls 2000] [--runs 5]
 //                                         [--concurrency 1,8] [--modules a.js,b.js]
+//                                         [--scenario fresh|replay]
 //
 // or under `node --cpu-prof --import tsx scripts/bench/profileFresh.ts --designs engine` to see
 // the functions. Each run empties the tables, then times `calls` fresh charges per design and
@@ -30,6 +31,7 @@ import { createEngineDesign } from './createEngineDesign.js';
 import { createSlonikPool } from './createSlonikPool.js';
 import { DESIGN_NAMES, type Design, type DesignName } from './Design.js';
 import { runFresh } from './runFresh.js';
+import { runReplays, seedReplayKeys } from './runReplays.js';
 import { median } from './stats.js';
 import { withApplicationName } from './withApplicationName.js';
 
@@ -40,6 +42,7 @@ const { values } = parseArgs({
     runs: { type: 'string', default: '5' },
     concurrency: { type: 'string', default: '1,8' },
     'pool-size': { type: 'string', default: '10' },
+    scenario: { type: 'string', default: 'fresh' },
     modules: { type: 'string', default: '' },
   },
 });
@@ -55,6 +58,10 @@ const calls = Number(values.calls);
 const runs = Number(values.runs);
 const concurrencies = values.concurrency.split(',').map(Number);
 const poolSize = Number(values['pool-size']);
+if (values.scenario !== 'fresh' && values.scenario !== 'replay') {
+  throw new Error('--scenario is fresh or replay');
+}
+const scenario = values.scenario;
 
 /** A design as this script runs it: its label, and its own tables to empty when not the bench's. */
 type Measured = { label: string; design: Design; tables: ReturnType<typeof tablesIn> | null };
@@ -108,8 +115,12 @@ try {
       for (const { label, design } of order) {
         // Around the run as well, for the split of user and system time (this includes making
         // the keys and requests, which is the same for every design).
+        const seeded = scenario === 'replay' ? await seedReplayKeys(design, 500) : [];
         const before = process.cpuUsage();
-        const result = await runFresh(design, provider, { calls, concurrency });
+        const result =
+          scenario === 'replay'
+            ? await runReplays(design, seeded, { calls, concurrency })
+            : await runFresh(design, provider, { calls, concurrency });
         const spent = process.cpuUsage(before);
         const series = `${label} c${concurrency}`;
         cpu.set(series, [...(cpu.get(series) ?? []), result.clientCpuUsPerCall]);
@@ -120,7 +131,9 @@ try {
       }
     }
   }
-  console.log('\nNode CPU per fresh charge, median of runs (µs), and of per-run ratios to floor:');
+  console.log(
+    `\nNode CPU per ${scenario === 'replay' ? 'replay' : 'fresh charge'}, median of runs (µs), and of per-run ratios to floor:`,
+  );
   for (const [series, samples] of cpu) {
     const concurrency = series.slice(series.lastIndexOf(' ') + 1);
     const ratios = perRun.flatMap((run) => {

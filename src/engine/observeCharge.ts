@@ -1,4 +1,4 @@
-import type { Attributes } from '@opentelemetry/api';
+import type { Attributes, Span } from '@opentelemetry/api';
 import { errorType } from '../observability/observer.js';
 import { ProviderTransientError } from '../provider/PaymentProvider.js';
 import type { ScopedKey } from '../store/keyState.js';
@@ -55,10 +55,7 @@ async function observedOperation<T extends { status: string; replayed: boolean }
   const startedAt = performance.now();
   try {
     const outcome = await (span ? observer.within(span, run) : run());
-    span?.setAttributes({
-      'chargeonce.outcome.status': outcome.status,
-      'chargeonce.replayed': outcome.replayed,
-    });
+    if (span) endAttributes(span, outcome);
     instruments?.charged(scoped.operation, outcome, (performance.now() - startedAt) / 1000);
     return outcome;
   } catch (error) {
@@ -67,6 +64,27 @@ async function observedOperation<T extends { status: string; replayed: boolean }
     throw error;
   } finally {
     span?.end();
+  }
+}
+
+/**
+ * The outcome's attributes, set at once. A replay (a stored outcome, or the outcome of the attempt
+ * it joined) says here that it started from `completed`: the attempt that found the key completed
+ * does not annotate the span itself, which would cost a replay a context lookup and a second
+ * write of attributes.
+ */
+function endAttributes(span: Span, outcome: { status: string; replayed: boolean }): void {
+  if (outcome.replayed) {
+    span.setAttributes({
+      'chargeonce.outcome.status': outcome.status,
+      'chargeonce.replayed': true,
+      'chargeonce.recovery_point': 'completed',
+    });
+  } else {
+    span.setAttributes({
+      'chargeonce.outcome.status': outcome.status,
+      'chargeonce.replayed': false,
+    });
   }
 }
 
@@ -90,7 +108,10 @@ export function observePhase<T>(
   replayed?: (result: T) => boolean,
 ): Promise<T> {
   if (unobserved(env)) return work();
-  return observedPhase(env, phase, scoped, work, hookRuns ?? hookRunsIn(env, phase), replayed);
+  const hooked = hookRuns ?? hookRunsIn(env, phase);
+  return replayed && !hooked
+    ? observeClaimRead(env, phase, scoped, work, replayed)
+    : observedPhase(env, phase, scoped, work, hooked);
 }
 
 async function observedPhase<T>(
@@ -99,13 +120,9 @@ async function observedPhase<T>(
   scoped: ScopedKey,
   work: () => Promise<T>,
   hookRuns: boolean,
-  replayed?: (result: T) => boolean,
 ): Promise<T> {
   const { observer } = env;
   const instruments = observer.instruments;
-  if (replayed && !hookRuns && observer.tracing) {
-    return observeClaimRead(env, phase, scoped, work, replayed);
-  }
   const span = observer.tracing
     ? observer.startSpan(`chargeonce.${phase}`, phaseAttributes(env, phase, scoped))
     : null;
@@ -123,10 +140,11 @@ async function observedPhase<T>(
 }
 
 /**
- * A claim that may turn out to be a replay: its span is started (backdated) once the statement
- * answered, and only when it was not a replay. A replay is that one statement and nothing else,
- * so the call's own span (`recovery_point: completed`) already says all a child would, and a
- * span recorded for it would cost a replay about a twentieth of its time.
+ * A claim that may turn out to be a replay: its span is started (backdated) and its duration
+ * recorded once the statement answered, and only when it was not a replay. A replay is that one
+ * statement and nothing else, so the call's own span (`recovery_point: completed`) and its
+ * end-to-end duration already say all a phase's would, and recording them again would cost a
+ * replay a good part of what its telemetry costs. A failed claim is recorded as such.
  */
 async function observeClaimRead<T>(
   env: EngineEnv,
@@ -150,14 +168,14 @@ async function observeClaimRead<T>(
       observer.fail(span, error);
       span.end();
     }
-    throw error;
-  } finally {
     observer.instruments?.phaseDuration((performance.now() - startedAt) / 1000, phase);
+    throw error;
   }
   if (!replayed(result)) {
     observer
       .startSpan(`chargeonce.${phase}`, phaseAttributes(env, phase, scoped), startedAt)
       ?.end();
+    observer.instruments?.phaseDuration((performance.now() - startedAt) / 1000, phase);
   }
   return result;
 }

@@ -160,8 +160,8 @@ async function attempt<R, State, Owned, Outcome extends OperationOutcome>(
       break;
   }
   if (examineExistingKey(env, scoped, claim.key, claim.storedRequest, v) === 'completed') {
+    // The call's span says `recovery_point: completed` for every replay (observeOperation).
     const outcome = def.replay(claim.state, v);
-    env.observer.annotate({ 'chargeonce.recovery_point': 'completed' });
     env.observer.event({
       type: 'replayed',
       ...scoped,

@@ -69,6 +69,15 @@ async function metric(name: string): Promise<MetricData | undefined> {
     .find((m) => m.descriptor.name === name);
 }
 
+/** Measurements a histogram recorded, in the points whose attributes include `attributes`. */
+async function histogramCount(name: string, attributes: Attributes = {}): Promise<number> {
+  const data = await metric(name);
+  const points = (data?.dataPoints ?? []) as DataPoint<{ count: number }>[];
+  return points
+    .filter((p) => Object.entries(attributes).every(([k, v]) => p.attributes[k] === v))
+    .reduce((total, p) => total + p.value.count, 0);
+}
+
 async function sum(name: string, attributes: Attributes = {}): Promise<number> {
   const data = await metric(name);
   const points = (data?.dataPoints ?? []) as DataPoint<number>[];
@@ -133,6 +142,11 @@ describe('OpenTelemetry', () => {
     ]);
     expect(await sum('chargeonce.replays')).toBe(1);
     expect(await sum('chargeonce.charges', { 'chargeonce.replayed': true })).toBe(1);
+    // The replay's time is its end-to-end duration; no phase of it is recorded a second time.
+    expect(await histogramCount('chargeonce.phase.duration', { 'chargeonce.phase': 'claim' })).toBe(
+      1,
+    );
+    expect(await histogramCount('chargeonce.process_charge.duration')).toBe(2);
   });
 
   it('counters summed in process read the same at every collection, across engines on one meter', async () => {
