@@ -12,12 +12,14 @@ import type { Tables } from './tables.js';
 export type BatchStatements = { claim: PreparedStatement; complete: PreparedStatement };
 
 /**
- * The claim of `hotStatements`, for many keys at once: one row of each array per claim, keys
- * distinct (the caller never puts one key twice in a batch). Each key's outcome is its own: an
- * existing key is read, a missing one inserted (ON CONFLICT DO NOTHING, so a key a racing claim
- * took is skipped, not an error), and its intent written when `reserve`. Inserts go in key order,
- * so two batches never wait on each other's keys in opposite orders (no deadlock). One row per
- * claim comes back, in input order (`n`), as the single statement's row.
+ * The claim of `hotStatements`, for many keys at once: one row of each array per claim. Each
+ * key's outcome is its own: an existing key is read, a missing one inserted (ON CONFLICT DO
+ * NOTHING, so a key a racing claim took is skipped, not an error), and its intent written when
+ * `reserve`. Inserts go in key order, so two batches never wait on each other's keys in opposite
+ * orders (no deadlock). A key may come more than once (a storm of retries): its first claim in
+ * the batch inserts it, and the others are answered with the row it inserted (held, with its
+ * lease), as a claim right after the first would be. One row per claim comes back, in input
+ * order (`n`), as the single statement's row.
  */
 function claimText(keys: string, charges: string): string {
   return `
@@ -42,14 +44,16 @@ function claimText(keys: string, charges: string): string {
     ), claimed AS (
       INSERT INTO ${keys} (merchant_id, operation, key, request_hash, request, recovery_point,
         charge_id, lock_token, locked_until)
-      SELECT i.merchant_id, i.operation, i.key, i.request_hash, i.request,
+      SELECT DISTINCT ON (i.merchant_id, i.operation, i.key)
+        i.merchant_id, i.operation, i.key, i.request_hash, i.request,
         CASE WHEN i.reserve THEN 'reserved' ELSE 'started' END, i.charge_id, i.lock_token,
         now() + i.lease_ms * interval '1 millisecond'
       FROM input i
       WHERE NOT EXISTS (SELECT 1 FROM existing e WHERE e.n = i.n)
-      ORDER BY i.merchant_id, i.operation, i.key
+      ORDER BY i.merchant_id, i.operation, i.key, i.n
       ON CONFLICT (merchant_id, operation, key) DO NOTHING
-      RETURNING merchant_id, operation, key, charge_id
+      RETURNING merchant_id, operation, key, charge_id, request_hash, request, recovery_point,
+        attempts, lock_token, locked_until
     ), intent AS (
       INSERT INTO ${charges} (merchant_id, id, customer_id, amount_minor, currency, description,
         metadata, provider_key, status, authorized_only)
@@ -57,18 +61,37 @@ function claimText(keys: string, charges: string): string {
         i.description, i.metadata, i.provider_key, 'reserved', i.authorized_only
       FROM claimed cl
       JOIN input i ON i.merchant_id = cl.merchant_id AND i.operation = cl.operation
-        AND i.key = cl.key
+        AND i.key = cl.key AND i.charge_id = cl.charge_id
       WHERE i.reserve
       ORDER BY i.merchant_id, i.charge_id
-      RETURNING id
+      RETURNING merchant_id, id, status, provider_key
+    ), won AS (
+      -- The keys this batch inserted, as the claims after the first of each see them.
+      SELECT k.merchant_id, k.operation, k.key, k.charge_id AS winner, k.request,
+        k.request_hash, k.recovery_point, k.charge_id::text AS charge_id, ${LEASE_COLUMNS},
+        k.attempts, it.status AS charge_status, it.provider_key
+      FROM claimed k
+      LEFT JOIN intent it ON it.merchant_id = k.merchant_id AND it.id = k.charge_id
     )
-    SELECT i.n, (cl.key IS NOT NULL) AS claimed, e.request_hash, e.recovery_point, e.charge_id,
-      e.lease_held, e.lease_remaining_ms, e.attempts, e.response_status, e.response_body,
-      e.charge_status, e.provider_key, e.provider_charge_id, e.stored_request
+    -- A key existed or was inserted here, never both: each state column is the one there is.
+    SELECT i.n, COALESCE(w.winner = i.charge_id, false) AS claimed,
+      COALESCE(e.request_hash, w.request_hash) AS request_hash,
+      COALESCE(e.recovery_point, w.recovery_point) AS recovery_point,
+      COALESCE(e.charge_id, w.charge_id) AS charge_id,
+      COALESCE(e.lease_held, w.lease_held) AS lease_held,
+      COALESCE(e.lease_remaining_ms, w.lease_remaining_ms) AS lease_remaining_ms,
+      COALESCE(e.attempts, w.attempts) AS attempts,
+      e.response_status, e.response_body,
+      COALESCE(e.charge_status, w.charge_status) AS charge_status,
+      COALESCE(e.provider_key, w.provider_key) AS provider_key,
+      e.provider_charge_id,
+      COALESCE(e.stored_request,
+        CASE WHEN w.request_hash IS DISTINCT FROM i.request_hash THEN w.request END)
+        AS stored_request
     FROM input i
-    LEFT JOIN claimed cl ON cl.merchant_id = i.merchant_id AND cl.operation = i.operation
-      AND cl.key = i.key
     LEFT JOIN existing e ON e.n = i.n
+    LEFT JOIN won w ON w.merchant_id = i.merchant_id AND w.operation = i.operation
+      AND w.key = i.key
     ORDER BY i.n`;
 }
 

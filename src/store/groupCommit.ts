@@ -70,6 +70,8 @@ export function createGroupCommit(pool: PgPoolLike, tables: Tables): GroupCommit
         return result.rows.map((row) => toClaimResult(row));
       },
       identity: scopedId,
+      // The batch claim answers a key's later claims as a claim right after the first would.
+      sharesIdentity: true,
       maxSize: MAX_BATCH,
       maxInFlight: inFlight,
       failsEveryInput: isStoreUnavailable,
@@ -86,6 +88,8 @@ export function createGroupCommit(pool: PgPoolLike, tables: Tables): GroupCommit
         return result.rows.map((row) => completedOf(row));
       },
       identity: scopedId,
+      // Two completions of one key are two attempts, one of them fenced out: one at a time.
+      sharesIdentity: false,
       maxSize: MAX_BATCH,
       maxInFlight: inFlight,
       failsEveryInput: isStoreUnavailable,

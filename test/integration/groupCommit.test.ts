@@ -96,6 +96,36 @@ describe('group commit', () => {
     expect(ledgerKeys).toHaveLength(2 + 1 + fresh.length + 1);
   });
 
+  it('a storm on one key shares one batch: the first claim charges, the rest see its row', async () => {
+    const provider = createFakeProvider();
+    const engine = createChargeEngine({ pool, provider });
+    const merchantId = 'm_storm';
+    await engine.processCharge(aKey(), aRequest({ merchantId })); // prepares
+    const key = aKey();
+    proxy.reset();
+
+    // Two calls take both claim slots (a pool of 4: two batches in flight), so the storm's calls
+    // all wait for the next batch, the first of them in it.
+    const blockers = [1, 2].map(() => engine.processCharge(aKey(), aRequest({ merchantId })));
+    const storm = await Promise.allSettled([
+      ...Array.from({ length: 15 }, () => engine.processCharge(key, aRequest({ merchantId }))),
+      engine.processCharge(key, aRequest({ merchantId, amountMinor: 999 })),
+    ]);
+    await Promise.all(blockers);
+
+    const charged = storm.filter((s) => s.status === 'fulfilled');
+    expect(charged).toHaveLength(1);
+    const reasons = storm.flatMap((s) => (s.status === 'rejected' ? [s.reason as unknown] : []));
+    expect(reasons.slice(0, 14).every((r) => r instanceof IdempotencyKeyInUseError)).toBe(true);
+    const reused = reasons[14];
+    expect(reused).toBeInstanceOf(IdempotencyKeyReusedError);
+    expect((reused as IdempotencyKeyReusedError).differingFields).toEqual(['amountMinor']);
+    expect(provider.ledger()).toHaveLength(4);
+    // Two claims and two completions for the blockers, one claim for the whole storm, one
+    // completion for its winner: a key in one batch sixteen times, not in sixteen batches.
+    expect(proxy.stats().roundTrips).toBe(6);
+  });
+
   it('with groupCommit: false, each charge keeps its own 2 round trips', async () => {
     const engine = createChargeEngine({ pool, provider: createFakeProvider(), groupCommit: false });
     await engine.processCharge(aKey(), aRequest({ merchantId: 'm_warm2' }));

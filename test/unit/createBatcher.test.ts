@@ -25,6 +25,7 @@ function recorder(overrides: Partial<BatchRunner<string, string>> = {}) {
       return inputs.map((i) => `done ${i}`);
     },
     identity: (input) => input.replace(/#.*/, ''),
+    sharesIdentity: false,
     maxSize: 3,
     maxInFlight: 1,
     failsEveryInput: (error) => error instanceof Error && error.message === 'down',
@@ -66,6 +67,38 @@ describe('group commit batching', () => {
       { kind: 'many', inputs: ['b', 'c', 'd'] },
       { kind: 'many', inputs: ['c#again', 'e'] },
     ]);
+  });
+
+  it('puts a key in one batch more than once when the statement answers each', async () => {
+    const { send, sent, releaseAll } = recorder({ sharesIdentity: true, maxSize: 4 });
+    const answers = [send('a'), send('b'), send('c'), send('c#again'), send('d'), send('e')];
+    await releaseAll();
+
+    await expect(Promise.all(answers)).resolves.toHaveLength(6);
+    expect(sent).toEqual([
+      { kind: 'one', inputs: ['a'] },
+      { kind: 'many', inputs: ['b', 'c', 'c#again', 'd'] },
+      { kind: 'one', inputs: ['e'] },
+    ]);
+  });
+
+  it('holds a call whose key is in flight until it is back, though a slot is free', async () => {
+    const { send, sent, releaseAll } = recorder({ sharesIdentity: true, maxInFlight: 3 });
+    const answers = [send('a'), send('a#again'), send('a#third'), send('b')];
+    // 'b' takes a free slot; the two later calls for 'a' would only race the first.
+    expect(sent).toEqual([
+      { kind: 'one', inputs: ['a'] },
+      { kind: 'one', inputs: ['b'] },
+    ]);
+    await releaseAll();
+
+    await expect(Promise.all(answers)).resolves.toEqual([
+      'done a',
+      'done a#again',
+      'done a#third',
+      'done b',
+    ]);
+    expect(sent.slice(2)).toEqual([{ kind: 'many', inputs: ['a#again', 'a#third'] }]);
   });
 
   it('retries a failed batch one input at a time: one bad input fails only itself', async () => {
