@@ -1,9 +1,9 @@
-// Node CPU per fresh charge (or replay, `--scenario replay`), the engine against the floor and nothing else: a smaller, steadier
+// Node CPU per fresh charge (or replay, or storm caller: `--scenario`), the engine against the floor and nothing else: a smaller, steadier
 // instrument than the full bench, for finding where the engine's CPU goes. Run it as
 //
 //   npx tsx scripts/bench/profileFresh.ts [--designs engine,floor] [--calls 2000] [--runs 5]
 //                                         [--concurrency 1,8] [--modules a.js,b.js]
-//                                         [--scenario fresh|replay]
+//                                         [--scenario fresh|replay|storm]
 //
 // or under `node --cpu-prof --import tsx scripts/bench/profileFresh.ts --designs engine` to see
 // the functions. Each run empties the tables, then times `calls` fresh charges per design and
@@ -32,6 +32,7 @@ import { createSlonikPool } from './createSlonikPool.js';
 import { DESIGN_NAMES, type Design, type DesignName } from './Design.js';
 import { runFresh } from './runFresh.js';
 import { runReplays, seedReplayKeys } from './runReplays.js';
+import { runStorm } from './runStorm.js';
 import { median } from './stats.js';
 import { withApplicationName } from './withApplicationName.js';
 
@@ -58,8 +59,8 @@ const calls = Number(values.calls);
 const runs = Number(values.runs);
 const concurrencies = values.concurrency.split(',').map(Number);
 const poolSize = Number(values['pool-size']);
-if (values.scenario !== 'fresh' && values.scenario !== 'replay') {
-  throw new Error('--scenario is fresh or replay');
+if (values.scenario !== 'fresh' && values.scenario !== 'replay' && values.scenario !== 'storm') {
+  throw new Error('--scenario is fresh, replay or storm');
 }
 const scenario = values.scenario;
 
@@ -120,7 +121,13 @@ try {
         const result =
           scenario === 'replay'
             ? await runReplays(design, seeded, { calls, concurrency })
-            : await runFresh(design, provider, { calls, concurrency });
+            : scenario === 'storm'
+              ? await runStorm(design, provider, {
+                  keys: Math.ceil(calls / 32),
+                  callersPerKey: 32,
+                  concurrency,
+                })
+              : await runFresh(design, provider, { calls, concurrency });
         const spent = process.cpuUsage(before);
         const series = `${label} c${concurrency}`;
         cpu.set(series, [...(cpu.get(series) ?? []), result.clientCpuUsPerCall]);
