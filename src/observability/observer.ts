@@ -83,11 +83,14 @@ export async function createObserver(options: {
   const otel = telemetry ? await loadApi() : null;
   const tracer = (telemetry?.tracer ?? otel?.trace.getTracer('chargeonce')) as Tracer | undefined;
   const meter = (telemetry?.meter ?? otel?.metrics.getMeter('chargeonce')) as Meter | undefined;
-  const instruments = meter ? createInstruments(meter) : null;
+  // The global meter with no SDK registered is the API's no-op, for good: a meter taken before
+  // registration stays one. Its instruments would record nothing, at a cost on every call.
+  const instruments = meter && meter !== otel?.createNoopMeter() ? createInstruments(meter) : null;
   const statusError = otel?.SpanStatusCode.ERROR ?? 2;
+  const isTracing = tracingCheck(otel, tracer, telemetry?.tracer !== undefined);
 
   const startSpan = (name: string, attributes: Attributes, startTime?: number): Span | null =>
-    tracer
+    tracer && isTracing()
       ? tracer.startSpan(name, startTime === undefined ? { attributes } : { attributes, startTime })
       : null;
   // Without the API there is no context to carry the span in: its children become roots.
@@ -113,7 +116,9 @@ export async function createObserver(options: {
 
   return {
     instruments,
-    tracing: tracer !== undefined,
+    get tracing() {
+      return isTracing();
+    },
     recordKeys: telemetry?.recordKeys === true,
     event(event) {
       if (sink.enabled) sink.emit(event);
@@ -129,6 +134,28 @@ export async function createObserver(options: {
       const span = startSpan(name, attributes);
       return span ? inSpan(span, work) : work(null);
     },
+  };
+}
+
+/**
+ * Whether a span started now would be recorded by anyone: always with a tracer of the caller's;
+ * with the global one, only while an SDK is registered behind the API's proxy (it may register
+ * after the engine is made, so this is asked on every call, for the price of a property read).
+ * Without one, the hot path builds no span, no attribute and no async frame.
+ */
+function tracingCheck(
+  otel: typeof import('@opentelemetry/api') | null,
+  tracer: Tracer | undefined,
+  given: boolean,
+): () => boolean {
+  if (!tracer) return () => false;
+  if (given || !otel) return () => true;
+  // The API's no-op provider, which an empty proxy delegates to (one per copy of the API).
+  const noop = new otel.ProxyTracerProvider().getDelegate();
+  const { trace, ProxyTracerProvider } = otel;
+  return () => {
+    const provider = trace.getTracerProvider();
+    return !(provider instanceof ProxyTracerProvider) || provider.getDelegate() !== noop;
   };
 }
 
