@@ -101,8 +101,7 @@ try {
   /** Per run, series → µs per call, for the ratios to the floor. */
   const perRun: Map<string, number>[] = [];
   for (let run = 1; run <= runs; run++) {
-    // The modules' tables first: emptyTables then analyzes every table, so all designs' plans
-    // start from the same statistics.
+    // Every design's tables emptied alike (see emptyTables: not analyzed).
     for (const { tables } of measured) {
       if (tables) await admin.query(sql.unsafe`TRUNCATE ${tables.keys}, ${tables.charges}`);
     }

@@ -60,17 +60,19 @@ describe('the lease covers the provider call', () => {
     // Before: the lease ran out inside the hook; createCharge started anyway; a sweeper found
     // nothing at the provider and stored `cancelled`; then the charge landed. Charged, stored
     // as cancelled.
+    // The provider's budget leaves the sweep run inside createCharge time to answer on a busy
+    // machine (with 300 ms it once timed out under the whole suite).
     const sweeper = engineWith({
       provider: createFakeProvider(),
-      leaseMs: 1_000,
-      providerTimeoutMs: 300,
+      leaseMs: 2_000,
+      providerTimeoutMs: 1_200,
     });
     const { provider, swept } = sweepingDuringCharge(() => sweeper.sweep());
     const engine = engineWith({
       provider,
-      leaseMs: 1_000,
-      providerTimeoutMs: 300,
-      hooks: { reserve: () => sleep(1_100) },
+      leaseMs: 2_000,
+      providerTimeoutMs: 1_200,
+      hooks: { reserve: () => sleep(2_100) },
     });
     const key = aKey();
     const request = aRequest({ merchantId: 'm_tb_slow_hook' });
