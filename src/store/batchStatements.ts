@@ -2,6 +2,7 @@ import {
   LEASE_COLUMNS,
   perSchema,
   prepared,
+  chargeOfKey,
   WAITERS_CHANNEL,
   waiterPayloadSql,
   type PreparedStatement,
@@ -40,7 +41,7 @@ function claimText(keys: string, charges: string): string {
       FROM input i
       JOIN ${keys} k
         ON k.merchant_id = i.merchant_id AND k.operation = i.operation AND k.key = i.key
-      LEFT JOIN ${charges} c ON c.merchant_id = k.merchant_id AND c.id = k.charge_id
+      LEFT JOIN LATERAL (${chargeOfKey('k', charges)}) c ON true
     ), claimed AS (
       INSERT INTO ${keys} (merchant_id, operation, key, request_hash, request, recovery_point,
         charge_id, lock_token, locked_until)

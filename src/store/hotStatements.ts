@@ -9,6 +9,19 @@ export const LEASE_COLUMNS = `(k.lock_token IS NOT NULL AND k.locked_until > now
   GREATEST(0, ceil(extract(epoch FROM (k.locked_until - now())) * 1000))::int4
     AS lease_remaining_ms`;
 
+/**
+ * The charge of a key, for a claim to resume, refuse or replay it with: a subquery over the key
+ * row `k`, in `charges`, by the charge's primary key. `OFFSET 0` keeps the subquery from being
+ * merged into the claim's join: merged, a cached plan could find the charge by merchant alone
+ * (the claim's parameter, through the key row) and filter all of the merchant's charges by id.
+ */
+export function chargeOfKey(k: string, charges: string): string {
+  return `SELECT c.status, c.provider_key, c.provider_charge_id
+    FROM ${charges} c
+    WHERE c.merchant_id = ${k}.merchant_id AND c.id = ${k}.charge_id
+    OFFSET 0`;
+}
+
 /** A statement node-postgres prepares once per connection under `name`. */
 export type PreparedStatement = { name: string; text: string };
 
@@ -46,7 +59,7 @@ function claimText(keys: string, charges: string): string {
         c.provider_key, c.provider_charge_id,
         CASE WHEN k.request_hash IS DISTINCT FROM $4::text THEN k.request END AS stored_request
       FROM ${keys} k
-      LEFT JOIN ${charges} c ON c.merchant_id = k.merchant_id AND c.id = k.charge_id
+      LEFT JOIN LATERAL (${chargeOfKey('k', charges)}) c ON true
       WHERE k.merchant_id = $1::text AND k.operation = $2::text AND k.key = $3::text
     ), claimed AS (
       INSERT INTO ${keys} (merchant_id, operation, key, request_hash, request, recovery_point,

@@ -35,7 +35,12 @@ function claimText(keys: string, charges: string, movements: string): string {
         m.provider_movement_id,
         CASE WHEN k.request_hash IS DISTINCT FROM $4::text THEN k.request END AS stored_request
       FROM ${keys} k
-      LEFT JOIN ${movements} m ON m.merchant_id = k.merchant_id AND m.id = k.charge_id
+      -- By the movement's primary key, kept apart from the join (see chargeOfKey).
+      LEFT JOIN LATERAL (
+        SELECT m.status, m.provider_movement_id FROM ${movements} m
+        WHERE m.merchant_id = k.merchant_id AND m.id = k.charge_id
+        OFFSET 0
+      ) m ON true
       WHERE k.merchant_id = $1::text AND k.operation = $2::text AND k.key = $3::text
     ), claimed AS (
       INSERT INTO ${keys} (merchant_id, operation, key, request_hash, request, recovery_point,
