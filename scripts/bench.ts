@@ -107,7 +107,7 @@ try {
   const samples: Sample[] = [];
   const sweep: SweepSample[] = [];
   for (let round = 1; round <= options.rounds; round++) {
-    await emptyTables(admin);
+    await emptyTables(admin, options.baselineCharges);
     provider.forget();
     // Replays at every concurrency of a round ask the same completed keys.
     const seeded = new Map<DesignName, SeededKey[]>();
@@ -173,6 +173,7 @@ try {
       rounds: options.rounds,
       concurrencies: options.concurrencies,
       freshCalls: options.freshCalls,
+      baselineCharges: options.baselineCharges,
       replayCalls: options.replayCalls,
       replayKeys: options.replayKeys,
       stormKeys: options.stormKeys,

@@ -97,6 +97,7 @@ export type BenchResults = {
     | 'rounds'
     | 'concurrencies'
     | 'freshCalls'
+    | 'baselineCharges'
     | 'replayCalls'
     | 'replayKeys'
     | 'stormKeys'

@@ -5,6 +5,7 @@ import { migrate } from '../../src/index.js';
 import { tablesIn } from '../../src/store/tables.js';
 import { adminQuery, dropDatabase, urlForDatabase } from '../../test/support/postgres.js';
 import { maybeBaseEngine } from './baseEngine.js';
+import { BENCH_MERCHANT } from './benchRequest.js';
 import { DESIGN_SCHEMAS } from './Design.js';
 
 /** A database of the bench's own on the server, dropped at the end. */
@@ -39,16 +40,44 @@ export async function migrateSchemas(pool: DatabasePool): Promise<void> {
 }
 
 /**
- * Empties every design's tables, so each round starts from the same state and the designs' tables
- * grow alike within it. Not analyzed afterwards: TRUNCATE leaves a table's size unknown, as a
- * new table's is, and the planner then assumes it is not tiny. Analyzing the empty tables told
- * it they were, and the plans the statements cached then (sequential scans, the wrong index)
- * stayed until autovacuum analyzed them again: PostgreSQL CPU per call grew through a round.
+ * Empties every design's tables, then fills each with the same `baseline` completed
+ * charges (keys, charges, stored responses) and analyzes them: each round starts from the same
+ * state, on tables the size of a service that has been running, and the designs' tables grow
+ * alike within it. On tables the planner believed empty or tiny, the statements' cached plans
+ * chose scans that then ran against thousands of rows, and PostgreSQL CPU per call grew through
+ * a round, by design and by luck.
  */
-export async function emptyTables(pool: DatabasePool): Promise<void> {
-  const tables = schemasInUse().flatMap((schema) => {
-    const t = tablesIn(schema);
-    return [t.keys, t.charges];
-  });
-  await pool.query(sql.unsafe`TRUNCATE ${sql.join(tables, sql.fragment`, `)}`);
+export async function emptyTables(pool: DatabasePool, baseline: number): Promise<void> {
+  const tables = schemasInUse().map((schema) => tablesIn(schema));
+  const all = tables.flatMap((t) => [t.keys, t.charges]);
+  await pool.query(sql.unsafe`TRUNCATE ${sql.join(all, sql.fragment`, `)}`);
+  for (const t of tables) await fillBaseline(pool, t, baseline);
+  await pool.query(sql.unsafe`ANALYZE ${sql.join(all, sql.fragment`, `)}`);
+}
+
+/** The baseline's rows, as the engine writes them: a completed key and its succeeded charge. */
+async function fillBaseline(
+  pool: DatabasePool,
+  t: ReturnType<typeof tablesIn>,
+  baseline: number,
+): Promise<void> {
+  await pool.query(sql.unsafe`
+    WITH keys AS (
+      INSERT INTO ${t.keys} (merchant_id, operation, key, request_hash, request,
+        recovery_point, charge_id, response_status, response_body, completed_at)
+      SELECT ${BENCH_MERCHANT}, 'charge', 'baseline-' || i,
+        encode(sha256(convert_to(r.request, 'UTF8')), 'hex'), r.request, 'completed',
+        gen_random_uuid(), 201, r.request, now()
+      FROM generate_series(1, ${baseline}) AS i,
+        LATERAL (SELECT format(
+          '{"amountMinor":%s,"currency":"NGN","customerId":"c_%s","merchantId":"%s"}',
+          1000 + i, i % 1000, ${BENCH_MERCHANT}::text) AS request) AS r
+      RETURNING charge_id, request::json AS request
+    )
+    INSERT INTO ${t.charges} (merchant_id, id, customer_id, amount_minor, currency,
+      provider_key, provider_charge_id, status)
+    SELECT ${BENCH_MERCHANT}, charge_id, request->>'customerId',
+      (request->>'amountMinor')::bigint, 'NGN', 'bl_' || charge_id, 'pch_bl_' || charge_id,
+      'succeeded'
+    FROM keys`);
 }

@@ -8,6 +8,8 @@ export type BenchOptions = {
   rounds: number;
   concurrencies: number[];
   freshCalls: number;
+  /** Completed charges each design's tables hold at the start of a round (see emptyTables). */
+  baselineCharges: number;
   replayCalls: number;
   replayKeys: number;
   stormKeys: number;
@@ -46,6 +48,7 @@ const SIZES = {
   full: {
     rounds: 5,
     freshCalls: 1_000,
+    baselineCharges: 20_000,
     replayCalls: 2_000,
     replayKeys: 500,
     stormKeys: 200,
@@ -55,6 +58,7 @@ const SIZES = {
   quick: {
     rounds: 3,
     freshCalls: 60,
+    baselineCharges: 2_000,
     replayCalls: 150,
     replayKeys: 30,
     stormKeys: 4,
@@ -93,6 +97,7 @@ export function parseBenchOptions(argv: readonly string[]): BenchOptions {
     rounds,
     concurrencies: [1, 8, 32],
     freshCalls: size.freshCalls,
+    baselineCharges: size.baselineCharges,
     replayCalls: size.replayCalls,
     replayKeys: size.replayKeys,
     stormKeys: size.stormKeys,
