@@ -33,6 +33,22 @@ async function genericPlan(text: string): Promise<string> {
 }
 
 describe('the hot statements’ generic plans', () => {
+  it('are not made for tiny tables by autovacuum: the tables are first analyzed at 1,000 changes', async () => {
+    // Analyzed at 60 rows, the generic plans were sequential scans, kept until the next analyze.
+    const result = await db.pgPool.query({
+      text: `SELECT relname, reloptions FROM pg_class
+        WHERE relnamespace = $1::regnamespace
+          AND relname IN ('idempotency_keys', 'charges', 'movements') ORDER BY relname`,
+      values: [db.tables.schema],
+    });
+    expect(result.rows).toEqual(
+      ['charges', 'idempotency_keys', 'movements'].map((relname) => ({
+        relname,
+        reloptions: ['autovacuum_analyze_threshold=1000'],
+      })),
+    );
+  });
+
   const statements = () => ({
     ...Object.fromEntries(Object.entries(hotStatements(db.tables)).map(([k, v]) => [k, v.text])),
     ...Object.fromEntries(
