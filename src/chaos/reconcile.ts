@@ -16,6 +16,7 @@ export type {
   MovementViolation,
   ProviderMovementEntry,
 } from './reconcileMovements.js';
+import { groupBy } from './groupBy.js';
 
 /** One charge the provider really made. */
 export type ProviderLedgerEntry = {
@@ -369,15 +370,4 @@ function checkStoredResponse(local: LocalChargeRow, violations: Violation[]): vo
       detail: `stored response ${local.responseStatus} ${local.responseBody.slice(0, 120)} disagrees with charge ${local.status} (${local.providerChargeId ?? 'no id'})`,
     });
   }
-}
-
-function groupBy<T>(items: readonly T[], keyOf: (item: T) => string): Map<string, T[]> {
-  const groups = new Map<string, T[]>();
-  for (const item of items) {
-    const key = keyOf(item);
-    const group = groups.get(key);
-    if (group) group.push(item);
-    else groups.set(key, [item]);
-  }
-  return groups;
 }

@@ -2,6 +2,7 @@ import { REFUSED_ANSWER_REASON_PREFIX } from '../engine/checkProviderAnswer.js';
 import { MOVEMENT_HTTP_STATUS } from '../engine/movementDefinitions.js';
 import type { MovementStatus } from '../engine/movementTypes.js';
 import type { ChargeTotalsRow, LocalMovementRow } from '../store/readMovementRows.js';
+import { groupBy } from './groupBy.js';
 
 /** One refund or capture the provider recorded, refused (`failed`) ones included. */
 export type ProviderMovementEntry = {
@@ -413,15 +414,4 @@ function isFinished(recoveryPoint: string | null): boolean {
 
 function sum(entries: ReadonlyArray<{ amountMinor: number }>): number {
   return entries.reduce((total, e) => total + e.amountMinor, 0);
-}
-
-function groupBy<T>(items: readonly T[], keyOf: (item: T) => string): Map<string, T[]> {
-  const groups = new Map<string, T[]>();
-  for (const item of items) {
-    const key = keyOf(item);
-    const group = groups.get(key);
-    if (group) group.push(item);
-    else groups.set(key, [item]);
-  }
-  return groups;
 }

@@ -2,6 +2,7 @@ import { REFUSED_ANSWER_REASON_PREFIX } from '../../src/engine/checkProviderAnsw
 import type { FakeLedgerEntry } from '../../src/provider/createFakeProvider.js';
 import type { FakeCaptureEntry, FakeRefundEntry } from '../../src/provider/createMovementBooks.js';
 import type { StoreBooks, StoredCharge, StoredKey, StoredMovement } from './readStoreBooks.js';
+import { groupBy } from '../../src/chaos/groupBy.js';
 
 /** What a fake provider recorded: every charge, refund and capture, duplicates included. */
 export type ProviderBooks = {
@@ -300,15 +301,4 @@ function sum(entries: ReadonlyArray<{ amountMinor: number } | number>): number {
     (total, e) => total + (typeof e === 'number' ? e : e.amountMinor),
     0,
   );
-}
-
-function groupBy<T>(items: readonly T[], keyOf: (item: T) => string): Map<string, T[]> {
-  const groups = new Map<string, T[]>();
-  for (const item of items) {
-    const key = keyOf(item);
-    const group = groups.get(key);
-    if (group) group.push(item);
-    else groups.set(key, [item]);
-  }
-  return groups;
 }
