@@ -1,3 +1,4 @@
+import { hookContext } from './reserveHook.js';
 import { hookTransaction, type HookTransaction } from './hookTransaction.js';
 import { ChargeNeedsAttentionError, SimulatedCrashError } from '../errors.js';
 import type { CreateChargeInput } from '../provider/PaymentProvider.js';
@@ -179,17 +180,6 @@ function outcomeOf(charge: OwnedCharge, completion: CompletionInput): ChargeOutc
     replayed: false,
     chargeId: charge.chargeId,
     providerChargeId: completion.providerChargeId,
-  };
-}
-
-function hookContext(charge: OwnedCharge) {
-  return {
-    merchantId: charge.scoped.merchantId,
-    operation: charge.scoped.operation,
-    key: charge.scoped.key,
-    chargeId: charge.chargeId,
-    providerKey: charge.providerKey,
-    request: charge.request,
   };
 }
 

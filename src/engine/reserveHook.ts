@@ -17,6 +17,21 @@ export type ReservingCharge = {
 };
 
 /**
+ * What every charge hook is told about the charge (`complete` hooks get its outcome besides).
+ * Written out, not spread: see the rule on object literals in src/engine.
+ */
+export function hookContext(charge: Omit<ReservingCharge, 'lockToken'>) {
+  return {
+    merchantId: charge.scoped.merchantId,
+    operation: charge.scoped.operation,
+    key: charge.scoped.key,
+    chargeId: charge.chargeId,
+    providerKey: charge.providerKey,
+    request: charge.request,
+  };
+}
+
+/**
  * Runs the caller's `reserve` hook inside the reserve transaction, under a savepoint. A
  * `ChargeRejectedError` undoes only the hook's writes and stores the rejection as the key's
  * terminal outcome in the same transaction; any other error propagates and rolls it all back.
@@ -31,14 +46,7 @@ export async function runReserveHook(
   if (!hook) return null;
   try {
     await tx.transaction(async (savepoint) => {
-      await hook(hookTransaction(savepoint), {
-        merchantId: charge.scoped.merchantId,
-        operation: charge.scoped.operation,
-        key: charge.scoped.key,
-        chargeId: charge.chargeId,
-        providerKey: charge.providerKey,
-        request: charge.request,
-      });
+      await hook(hookTransaction(savepoint), hookContext(charge));
     });
     return null;
   } catch (error) {
