@@ -6,6 +6,8 @@ import {
   IdempotencyKeyReusedError,
   type PgPoolLike,
 } from '../../src/index.js';
+import { batchStatements } from '../../src/store/batchStatements.js';
+import type { PgQueryConfig } from '../../src/store/pgPoolLike.js';
 import { createFakeProvider } from '../../src/testing/index.js';
 import { createTestDatabase, type TestDatabase } from '../support/testDatabase.js';
 import { startWireProxy, type WireProxy } from '../support/wireProxy.js';
@@ -28,6 +30,20 @@ afterAll(async () => {
 });
 
 const CALLS = 32;
+
+/** `pool`, noting the size of every batch claim sent through it (the real pool does the work). */
+function noteBatchClaims(claimSizes: number[]): PgPoolLike {
+  const batchClaim = batchStatements(db.tables).claim.name;
+  return {
+    options: pool.options,
+    connect: () => pool.connect(),
+    end: () => pool.end(),
+    query: (config: PgQueryConfig) => {
+      if (config.name === batchClaim) claimSizes.push((config.values?.[0] as unknown[]).length);
+      return pool.query(config);
+    },
+  };
+}
 
 describe('group commit', () => {
   it('32 concurrent fresh charges share round trips and commits, each charged once', async () => {
@@ -56,7 +72,8 @@ describe('group commit', () => {
 
   it('answers each call of a mixed batch as if it had been alone', async () => {
     const provider = createFakeProvider();
-    const engine = createChargeEngine({ pool, provider });
+    const claimSizes: number[] = [];
+    const engine = createChargeEngine({ pool: noteBatchClaims(claimSizes), provider });
     const merchantId = 'm_mixed';
     const done = aKey();
     const reused = aKey();
@@ -64,7 +81,9 @@ describe('group commit', () => {
     await engine.processCharge(reused, aRequest({ merchantId, amountMinor: 700 }));
     const twice = aKey();
     const fresh = Array.from({ length: 10 }, () => aKey());
-    const blocker = engine.processCharge(aKey(), aRequest({ merchantId })); // holds a batch open
+    // Four calls hold the pool of 4 (two claim slots, two more alone while each has a connection):
+    // every call after them waits, and they go out in one batch.
+    const blockers = [1, 2, 3, 4].map(() => engine.processCharge(aKey(), aRequest({ merchantId })));
 
     const settled = await Promise.allSettled([
       engine.processCharge(done, aRequest({ merchantId })),
@@ -73,8 +92,10 @@ describe('group commit', () => {
       engine.processCharge(twice, aRequest({ merchantId })),
       ...fresh.map((key) => engine.processCharge(key, aRequest({ merchantId }))),
     ]);
-    await blocker;
+    await Promise.all(blockers);
 
+    // The replay, the reuse, the key sent twice and the ten new keys: all in one claim.
+    expect(claimSizes).toEqual([14]);
     const [replay, refused, twiceA, twiceB, ...news] = settled;
     expect(replay).toMatchObject({
       status: 'fulfilled',
@@ -93,20 +114,21 @@ describe('group commit', () => {
     expect(news.every((s) => s.status === 'fulfilled' && !s.value.replayed)).toBe(true);
     const ledgerKeys = provider.ledger().map((e) => e.providerKey);
     expect(new Set(ledgerKeys).size).toBe(ledgerKeys.length);
-    expect(ledgerKeys).toHaveLength(2 + 1 + fresh.length + 1);
+    expect(ledgerKeys).toHaveLength(2 + 1 + fresh.length + 4);
   });
 
   it('a storm on one key shares one batch: the first claim charges, the rest see its row', async () => {
     const provider = createFakeProvider();
-    const engine = createChargeEngine({ pool, provider });
+    const claimSizes: number[] = [];
+    const engine = createChargeEngine({ pool: noteBatchClaims(claimSizes), provider });
     const merchantId = 'm_storm';
     await engine.processCharge(aKey(), aRequest({ merchantId })); // prepares
     const key = aKey();
     proxy.reset();
 
-    // Two calls take both claim slots (a pool of 4: two batches in flight), so the storm's calls
-    // all wait for the next batch, the first of them in it.
-    const blockers = [1, 2].map(() => engine.processCharge(aKey(), aRequest({ merchantId })));
+    // Four calls hold the pool of 4 (both claim slots, and two more alone while each has a
+    // connection), so the storm's calls all wait for the next batch, the first of them in it.
+    const blockers = [1, 2, 3, 4].map(() => engine.processCharge(aKey(), aRequest({ merchantId })));
     const storm = await Promise.allSettled([
       ...Array.from({ length: 15 }, () => engine.processCharge(key, aRequest({ merchantId }))),
       engine.processCharge(key, aRequest({ merchantId, amountMinor: 999 })),
@@ -120,10 +142,11 @@ describe('group commit', () => {
     const reused = reasons[14];
     expect(reused).toBeInstanceOf(IdempotencyKeyReusedError);
     expect((reused as IdempotencyKeyReusedError).differingFields).toEqual(['amountMinor']);
-    expect(provider.ledger()).toHaveLength(4);
-    // Two claims and two completions for the blockers, one claim for the whole storm, one
-    // completion for its winner: a key in one batch sixteen times, not in sixteen batches.
-    expect(proxy.stats().roundTrips).toBe(6);
+    expect(provider.ledger()).toHaveLength(6);
+    // One claim for the whole storm: a key in one batch sixteen times, not in sixteen batches.
+    expect(claimSizes).toEqual([16]);
+    // Four claims for the blockers, the storm's, and at most one completion per charge.
+    expect(proxy.stats().roundTrips).toBeLessThanOrEqual(4 + 1 + 5);
   });
 
   it('with groupCommit: false, each charge keeps its own 2 round trips', async () => {

@@ -1,5 +1,10 @@
 import { describe, expect, it } from 'vitest';
-import { createBatcher, type BatchRunner } from '../../src/store/createBatcher.js';
+import {
+  createBatcher,
+  createSharedLoad,
+  type BatchRunner,
+  type SharedLoad,
+} from '../../src/store/createBatcher.js';
 
 // The batching rule, without a database: what goes out alone, what goes out together, and how
 // a failed batch is answered. (The statements themselves are tested against PostgreSQL.)
@@ -157,5 +162,75 @@ describe('group commit batching', () => {
       { kind: 'one', inputs: ['a'] },
       { kind: 'one', inputs: ['b'] },
     ]);
+  });
+
+  it('sends calls alone past the slots while the pool has a connection for each, then batches', async () => {
+    const { send, sent, releaseAll } = recorder({ load: createSharedLoad(3) });
+    const answers = ['a', 'b', 'c', 'd', 'e'].map((input) => send(input));
+    // One slot: 'a' takes it; 'b' and 'c' still fit the pool of 3; 'd' and 'e' would queue for it.
+    expect(sent).toEqual([
+      { kind: 'one', inputs: ['a'] },
+      { kind: 'one', inputs: ['b'] },
+      { kind: 'one', inputs: ['c'] },
+    ]);
+    await releaseAll();
+
+    await expect(Promise.all(answers)).resolves.toHaveLength(5);
+    expect(sent.slice(3)).toEqual([{ kind: 'many', inputs: ['d', 'e'] }]);
+  });
+
+  it('counts every call out of the load once answered: alone, batched, retried or failed', async () => {
+    let calls = 0;
+    let entered = 0;
+    const load: SharedLoad = {
+      enter: () => {
+        calls += 1;
+        entered += 1;
+      },
+      leave: () => {
+        calls -= 1;
+      },
+      light: () => calls <= 2,
+    };
+    const { send, releaseAll } = recorder({ load });
+    const answers = ['a', 'bad', 'b', 'bad#2', 'c', 'down', 'd'].map((input) =>
+      send(input).catch((e: Error) => e.message),
+    );
+    await releaseAll();
+
+    await expect(Promise.all(answers)).resolves.toHaveLength(7);
+    expect(entered).toBe(7);
+    expect(calls).toBe(0);
+  });
+});
+
+describe('the load of a pool', () => {
+  it('is light while the calls, and their recent average, fit in the pool', () => {
+    const load = createSharedLoad(4);
+    for (let i = 0; i < 4; i += 1) load.enter();
+    expect(load.light()).toBe(true);
+    load.enter();
+    expect(load.light()).toBe(false);
+    load.leave();
+    expect(load.light()).toBe(true);
+  });
+
+  it('stays heavy under a steady load past the pool, though its callers come back one by one', () => {
+    const load = createSharedLoad(10);
+    // 32 callers, answered together by a batch and coming back one after the other, many times.
+    for (let wave = 0; wave < 50; wave += 1) {
+      for (let i = 0; i < 32; i += 1) load.enter();
+      for (let i = 0; i < 32; i += 1) load.leave();
+    }
+    load.enter();
+    expect(load.light()).toBe(false);
+    load.leave();
+    // Lone calls from then on: the load turns light again within a few dozen of them.
+    for (let i = 0; i < 100; i += 1) {
+      load.enter();
+      load.leave();
+    }
+    load.enter();
+    expect(load.light()).toBe(true);
   });
 });
