@@ -34,6 +34,7 @@ import { CHARGE } from './chargeOperation.js';
 import { CAPTURE, REFUND } from './movementDefinitions.js';
 import { movementOperation } from './movementOperation.js';
 import { processOperation, type OperationOutcome } from './phaseMachine.js';
+import type { SharedAttempts } from './sharedAttempts.js';
 import { validateCaptureRequest, validateRefundRequest } from '../movementRequest.js';
 import type { ChargeEngineOptions, ChargeOutcome, MonotonicClock } from './types.js';
 import type {
@@ -215,7 +216,7 @@ export function createChargeEngine(options: ChargeEngineOptions): ChargeEngine {
   let observing = false;
   // With `inProgress: { waitMs }`: the attempt running for a key and request in this engine,
   // which later callers of the same join instead of claiming again.
-  const sharedAttempts = new Map<string, Promise<OperationOutcome>>();
+  const sharedAttempts: SharedAttempts<OperationOutcome> = new Map();
   const observerReady = createObserver(options).then((observer) => {
     env.observer = observer;
     observing = true;

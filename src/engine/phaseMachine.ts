@@ -6,7 +6,8 @@ import type { EngineEnv } from './engineEnv.js';
 import type { HeldLease } from './lease.js';
 import { withStore } from '../store/storeErrors.js';
 import { examineExistingKey, type ExistingKey } from './existingKey.js';
-import { joinOrRun, waitInProgress } from './waitInProgress.js';
+import { waitInProgress } from './waitInProgress.js';
+import { joinOrRun, type SharedAttempts } from './sharedAttempts.js';
 import { observeOperation } from './observeCharge.js';
 
 /** A request after validation: its key, canonical text and fingerprint. */
@@ -87,7 +88,7 @@ export function processOperation<R, State, Owned, Outcome extends OperationOutco
   env: EngineEnv,
   def: OperationDefinition<R, State, Owned, Outcome>,
   v: KeyedRequest<R> & { request: { merchantId: string } },
-  sharedAttempts: Map<string, Promise<OperationOutcome>>,
+  sharedAttempts: SharedAttempts<OperationOutcome>,
 ): Promise<Outcome> {
   const scoped: ScopedKey = {
     merchantId: v.request.merchantId,
@@ -100,7 +101,7 @@ export function processOperation<R, State, Owned, Outcome extends OperationOutco
   }
   return observeOperation(env, def.spanName, scoped, () =>
     joinOrRun(
-      sharedAttempts as Map<string, Promise<Outcome>>,
+      sharedAttempts as SharedAttempts<Outcome>,
       `${scoped.operation}\n${scoped.merchantId}\n${scoped.key}\n${v.fingerprint}`,
       policy.waitMs,
       () => waitInProgress(env, scoped, policy.waitMs, () => settle(env, def, v, scoped)),

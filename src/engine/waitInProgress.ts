@@ -12,9 +12,6 @@ import type { EngineEnv } from './engineEnv.js';
  */
 const FALLBACK_POLL_MS = 5_000;
 
-/** What a joiner that ran out of time suggests: the shared attempt is still at work. */
-const JOINER_RETRY_AFTER_MS = 1_000;
-
 /**
  * `inProgress: { waitMs }`: a key another attempt holds is waited on until its outcome comes or
  * the wait runs out. On a node-postgres pool the waiter marks the key and sleeps until the
@@ -55,43 +52,5 @@ export async function waitInProgress<T>(
       await new Promise((resolve) => setTimeout(resolve, Math.min(pauseMs, left)));
       pauseMs = Math.min(pauseMs * 2, 250);
     }
-  }
-}
-
-/**
- * Callers of one engine that wait on the same key with the same request share one attempt: the
- * first runs it, the others wait for its outcome and get it as a replay (the same body), woken
- * when it settles — the in-process side of waking on commit, so a storm of callers costs one
- * claim, not one each. If the shared attempt fails, each waiter makes its own.
- */
-export async function joinOrRun<T extends { replayed: boolean }>(
-  running: Map<string, Promise<T>>,
-  id: string,
-  waitMs: number,
-  run: () => Promise<T>,
-): Promise<T> {
-  const shared = running.get(id);
-  if (shared) {
-    // A joiner waits no longer than its own `waitMs`, as it would on a key held elsewhere.
-    let timer: NodeJS.Timeout | undefined;
-    const outOfTime = new Promise<'outOfTime'>((resolve) => {
-      timer = setTimeout(() => resolve('outOfTime'), waitMs);
-    });
-    const outcome = await Promise.race([shared.catch(() => null), outOfTime]);
-    clearTimeout(timer);
-    if (outcome === 'outOfTime') throw new IdempotencyKeyInUseError(JOINER_RETRY_AFTER_MS);
-    if (outcome) {
-      // A copy, then the flag: `{ ...outcome, replayed }` would build a new hidden class.
-      const replay = { ...outcome };
-      replay.replayed = true;
-      return replay;
-    }
-  }
-  const mine = run();
-  running.set(id, mine);
-  try {
-    return await mine;
-  } finally {
-    if (running.get(id) === mine) running.delete(id);
   }
 }
