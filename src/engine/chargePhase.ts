@@ -103,18 +103,15 @@ export async function chargePhase(
       completion,
       completeHook &&
         ((tx) =>
-          completeHook(tx, {
-            merchantId: charge.scoped.merchantId,
-            operation: charge.scoped.operation,
-            key: charge.scoped.key,
-            chargeId: charge.chargeId,
-            providerKey: charge.providerKey,
-            request: charge.request,
-            status: providerCharge.status,
-            providerChargeId: providerCharge.id,
-            declineCode,
-            adopted,
-          })),
+          completeHook(
+            tx,
+            Object.assign(hookContext(charge), {
+              status: providerCharge.status,
+              providerChargeId: providerCharge.id,
+              declineCode,
+              adopted,
+            }),
+          )),
     );
   } catch (error) {
     // The provider answered with a charge another key of this merchant already recorded: not
