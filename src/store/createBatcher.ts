@@ -121,8 +121,9 @@ export type BatchRunner<I, O> = {
 
 /**
  * Group commit without a timer: a call made while fewer than `maxInFlight` batches are in flight
- * goes out at once (so a lone caller waits for nothing); calls made while that many are in flight
- * wait for one to return, then go out together in the next. A call whose identity is in flight
+ * goes out at once (so a lone caller waits for nothing), and so does one made while the pool's
+ * `load` is light; calls made otherwise wait for a batch to return, then go out together in the
+ * next. A call whose identity is in flight
  * waits for it to return (see `identity`). A batch that fails is sent again one input at a time,
  * so one input's error never fails another's.
  */
@@ -211,23 +212,25 @@ export function createBatcher<I, O>(runner: BatchRunner<I, O>): (input: I) => Pr
       }
     }
     return new Promise<O>((resolve, reject) => {
-      queue.push({
-        input,
-        id,
-        ...(load ? leavingOnAnswer(load, resolve, reject) : { resolve, reject }),
-      });
+      queue.push(
+        load ? leavingOnAnswer(input, id, load, resolve, reject) : { input, id, resolve, reject },
+      );
       flush();
     });
   };
 }
 
-/** A waiting call's answers, each taking the call out of `load` first. */
-function leavingOnAnswer<O>(
+/** A waiting call whose answers each take it out of `load` first. */
+function leavingOnAnswer<I, O>(
+  input: I,
+  id: string,
   load: SharedLoad,
   resolve: (output: O) => void,
   reject: (error: unknown) => void,
-): Pick<Waiting<unknown, O>, 'resolve' | 'reject'> {
+): Waiting<I, O> {
   return {
+    input,
+    id,
     resolve: (output) => {
       load.leave();
       resolve(output);
