@@ -1,36 +1,4 @@
 /**
- * Batches in flight, counted across the batchers that share one pool: a batch goes out only
- * while one is free, and a batcher that found none is told when one is.
- */
-export type SharedSlots = {
-  take(): boolean;
-  give(): void;
-  whenFree(retry: () => void): void;
-};
-
-/** `max` slots, shared by whoever is given them. */
-export function createSharedSlots(max: number): SharedSlots {
-  let used = 0;
-  let waiting: Array<() => void> = [];
-  return {
-    take: () => {
-      if (used >= max) return false;
-      used += 1;
-      return true;
-    },
-    give: () => {
-      used -= 1;
-      const retries = waiting;
-      waiting = [];
-      for (const retry of retries) retry();
-    },
-    whenFree: (retry) => {
-      if (!waiting.includes(retry)) waiting.push(retry);
-    },
-  };
-}
-
-/**
  * The calls of the batchers that share one pool, from the moment each is made until it is
  * answered (waiting for a batch or in flight): while there are no more than the pool has
  * connections, each can have one to itself, and a call goes out alone though every batch slot is
@@ -103,8 +71,6 @@ export type BatchRunner<I, O> = {
    * flight keep both its group flush and this one busy.
    */
   maxInFlight: number;
-  /** Slots shared with other batchers of the pool; when given, they bound it, not `maxInFlight`. */
-  slots?: SharedSlots;
   /**
    * The load of the pool's batchers: while it is light, a call whose identity is not in flight
    * goes out alone, at once, even with every slot taken (see `SharedLoad`). Without it, only a
@@ -123,13 +89,24 @@ export type BatchRunner<I, O> = {
  * Group commit without a timer: a call made while fewer than `maxInFlight` batches are in flight
  * goes out at once (so a lone caller waits for nothing), and so does one made while the pool's
  * `load` is light; calls made otherwise wait for a batch to return, then go out together in the
- * next. A call whose identity is in flight
- * waits for it to return (see `identity`). A batch that fails is sent again one input at a time,
- * so one input's error never fails another's.
+ * next. A call whose identity is in flight waits for it to return (see `identity`). A batch that
+ * fails is sent again one input at a time, so one input's error never fails another's.
  */
 export function createBatcher<I, O>(runner: BatchRunner<I, O>): (input: I) => Promise<O> {
   let queue: Waiting<I, O>[] = [];
-  const slots = runner.slots ?? createSharedSlots(runner.maxInFlight);
+  /** Batches in flight (a call sent alone on a free slot counts as one). */
+  let batches = 0;
+  const slots = {
+    take: (): boolean => {
+      if (batches >= runner.maxInFlight) return false;
+      batches += 1;
+      return true;
+    },
+    // Every return of a slot is followed by a flush, which sends what waited for it.
+    give: (): void => {
+      batches -= 1;
+    },
+  };
   /** Identities in flight, and how many inputs of each. */
   const inFlight = new Map<string, number>();
   const hold = (id: string): void => {
@@ -155,10 +132,7 @@ export function createBatcher<I, O>(runner: BatchRunner<I, O>): (input: I) => Pr
 
   const flush = (): void => {
     if (queue.length === 0) return;
-    if (!slots.take()) {
-      slots.whenFree(flush);
-      return;
-    }
+    if (!slots.take()) return;
     const batch: Waiting<I, O>[] = [];
     const rest: Waiting<I, O>[] = [];
     const taken = runner.sharesIdentity ? null : new Set<string>();
