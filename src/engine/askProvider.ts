@@ -55,7 +55,8 @@ export type ProviderAnswer =
 export async function askProvider(env: EngineEnv, step: ProviderStep): Promise<ProviderAnswer> {
   const observe = step.observe ?? ((_call, work) => work());
   // The lease must outlast the whole budget below: see coverProviderBudget.
-  await coverProviderBudget(env, step.held);
+  const renewal = coverProviderBudget(env, step.held);
+  if (renewal) await renewal;
   const deadline = Math.min(
     env.clock.now() + env.providerTimeoutMs,
     step.held.lease.setAt + env.leaseMs - env.leaseMarginMs,

@@ -1,6 +1,11 @@
 import { randomUUID } from 'node:crypto';
 import { deriveProviderKey, type ChargeRequest } from '../request.js';
-import { claimKey, claimKeyPrepared, type ClaimInput } from '../store/claimKey.js';
+import {
+  claimKey,
+  claimKeyPrepared,
+  type ClaimInput,
+  type ClaimResult,
+} from '../store/claimKey.js';
 import type { KeyState, ScopedKey } from '../store/keyState.js';
 import type { StorePools } from '../store/resolvePool.js';
 import { withStore } from '../store/storeErrors.js';
@@ -71,7 +76,7 @@ export const CHARGE: OperationDefinition<ChargeRequest, KeyState, OwnedChargeKey
     };
     // Read before the pool is even asked for a connection: the lease is measured from here.
     const claimSentAt = env.clock.now();
-    const pools = await env.pools();
+    const pools = env.readyPools ?? (await env.pools());
     const pool = pools.slonik;
     const reserveHook = reserve ? env.hooks.reserve : undefined;
     const result = await observePhase(
@@ -79,7 +84,7 @@ export const CHARGE: OperationDefinition<ChargeRequest, KeyState, OwnedChargeKey
       'claim',
       scoped,
       () =>
-        withStore(async () => {
+        withStore((): Promise<ClaimResult | { kind: 'rejected'; outcome: ChargeOutcome }> => {
           if (!reserveHook) return claimKey(pool, env.tables, input, fastClaim(env, pools));
           // With a hook the claim, the intent and the caller's SQL share one explicit transaction.
           return pool.transaction(async (tx) => {

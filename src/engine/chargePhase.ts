@@ -1,3 +1,4 @@
+import type { DatabasePool } from 'slonik';
 import { hookContext } from './reserveHook.js';
 import { hookTransaction, type HookTransaction } from './hookTransaction.js';
 import { ChargeNeedsAttentionError, SimulatedCrashError } from '../errors.js';
@@ -5,6 +6,7 @@ import type { CreateChargeInput } from '../provider/PaymentProvider.js';
 import type { ChargeRequest } from '../request.js';
 import { completeKey, completeKeyPrepared, type CompletionInput } from '../store/completeKey.js';
 import type { Reservation } from '../store/reservation.js';
+import type { StorePools } from '../store/resolvePool.js';
 import type { ScopedKey } from '../store/keyState.js';
 import { withStore } from '../store/storeErrors.js';
 import { askProvider, type ProviderAnswer, type WhenNotFound } from './askProvider.js';
@@ -47,10 +49,17 @@ export function crashPoint(env: EngineEnv, point: CrashPoint, scoped: ScopedKey)
   if (env.faults?.shouldCrash(point, scoped)) throw new SimulatedCrashError(point);
 }
 
-/** Holds the attempt at `point` while the fault injector stalls it (tests and chaos only). */
-export async function stallPoint(env: EngineEnv, point: CrashPoint, scoped: ScopedKey) {
-  const stalled = env.faults?.stall?.(point, scoped);
-  if (stalled) await stalled;
+/**
+ * What holds the attempt at `point` while the fault injector stalls it (tests and chaos only);
+ * undefined when nothing does. Callers write `if (env.faults) await stallPoint(...)`: without an
+ * injector a charge then spends no promise and no turn of the microtask queue on its stall points.
+ */
+export function stallPoint(
+  env: EngineEnv,
+  point: CrashPoint,
+  scoped: ScopedKey,
+): Promise<void> | undefined {
+  return env.faults?.stall?.(point, scoped) ?? undefined;
 }
 
 /**
@@ -68,7 +77,7 @@ export async function chargePhase(
   by: 'client' | 'sweeper' = 'client',
 ): Promise<ChargePhaseResult> {
   crashPoint(env, 'beforeProviderCall', charge.scoped);
-  await stallPoint(env, 'beforeProviderCall', charge.scoped);
+  if (env.faults) await stallPoint(env, 'beforeProviderCall', charge.scoped);
   const found = await obtainProviderCharge(env, charge, whenNotFound);
   if (found.kind === 'notFound') return cancelCharge(env, charge);
   if (found.kind === 'untrusted') {
@@ -90,7 +99,7 @@ export async function chargePhase(
     });
   }
   crashPoint(env, 'afterProviderCall', charge.scoped);
-  await stallPoint(env, 'afterProviderCall', charge.scoped);
+  if (env.faults) await stallPoint(env, 'afterProviderCall', charge.scoped);
 
   const declineCode =
     providerCharge.status === 'declined' ? (providerCharge.declineCode ?? null) : null;
@@ -190,8 +199,7 @@ async function writeTerminal(
   completion: CompletionInput,
   hook: ((tx: HookTransaction) => Promise<void>) | undefined,
 ): Promise<void> {
-  const pools = await env.pools();
-  const pool = pools.slonik;
+  const pools = env.readyPools ?? (await env.pools());
   if (env.faults?.shouldCrash('beforeCompleteCommit', charge.scoped)) {
     return crashBeforeCommit(env, async (tx) => {
       await completeKey(tx, env.tables, completion);
@@ -199,29 +207,45 @@ async function writeTerminal(
     });
   }
   await observePhase(env, 'complete', charge.scoped, () =>
-    withStore(async () => {
-      if (!hook) {
-        const completed = pools.group
-          ? await pools.group.complete(completion)
-          : pools.pg
-            ? await completeKeyPrepared(pools.pg, env.tables, completion)
-            : await completeKey(pool, env.tables, completion);
-        if (!completed) throw lostLease(env, heldKeyOf(charge));
-        return;
-      }
-      try {
-        await pool.transaction(async (tx) => {
-          if (!(await completeKey(tx, env.tables, completion)))
-            throw lostLease(env, heldKeyOf(charge));
-          await hook(hookTransaction(tx));
-        });
-      } catch (error) {
-        // The hook failed and the phase rolled back; the key stays `reserved`.
-        await releaseAfterFailure(env, charge, error);
-        throw error;
-      }
-    }),
+    withStore(() =>
+      hook
+        ? completeWithHook(env, pools.slonik, charge, completion, hook)
+        : sendCompletion(env, pools, completion).then((completed) => {
+            if (!completed) throw lostLease(env, heldKeyOf(charge));
+          }),
+    ),
   );
+}
+
+/** The completion without a hook: in a group commit, as a prepared statement, or through slonik. */
+function sendCompletion(
+  env: EngineEnv,
+  pools: StorePools,
+  completion: CompletionInput,
+): Promise<boolean> {
+  if (pools.group) return pools.group.complete(completion);
+  if (pools.pg) return completeKeyPrepared(pools.pg, env.tables, completion);
+  return completeKey(pools.slonik, env.tables, completion);
+}
+
+/** The completion and the caller's `complete` hook in one transaction, the fenced write first. */
+async function completeWithHook(
+  env: EngineEnv,
+  pool: DatabasePool,
+  charge: OwnedCharge,
+  completion: CompletionInput,
+  hook: (tx: HookTransaction) => Promise<void>,
+): Promise<void> {
+  try {
+    await pool.transaction(async (tx) => {
+      if (!(await completeKey(tx, env.tables, completion))) throw lostLease(env, heldKeyOf(charge));
+      await hook(hookTransaction(tx));
+    });
+  } catch (error) {
+    // The hook failed and the phase rolled back; the key stays `reserved`.
+    await releaseAfterFailure(env, charge, error);
+    throw error;
+  }
 }
 
 function obtainProviderCharge(

@@ -36,6 +36,7 @@ import { movementOperation } from './movementOperation.js';
 import { processOperation, type OperationOutcome } from './phaseMachine.js';
 import type { SharedAttempts } from './sharedAttempts.js';
 import { validateCaptureRequest, validateRefundRequest } from '../movementRequest.js';
+import { rejected } from '../rejected.js';
 import type { ChargeEngineOptions, ChargeOutcome, MonotonicClock } from './types.js';
 import type {
   CaptureOutcome,
@@ -198,11 +199,15 @@ export function createChargeEngine(options: ChargeEngineOptions): ChargeEngine {
         return pools;
       })
       /* eslint-disable no-restricted-syntax -- once per engine, not per charge */
-      .then((pools) => ({
-        ...pools,
-        group: pools.pg && groupCommit ? createGroupCommit(pools.pg, env.tables) : null,
-        waiters: pools.pg && env.inProgress !== 'reject' ? createKeyWaiters(pools.pg) : null,
-      }))
+      .then((pools) => {
+        const ready = {
+          ...pools,
+          group: pools.pg && groupCommit ? createGroupCommit(pools.pg, env.tables) : null,
+          waiters: pools.pg && env.inProgress !== 'reject' ? createKeyWaiters(pools.pg) : null,
+        };
+        if (!closed) env.readyPools = ready;
+        return ready;
+      })
       /* eslint-enable no-restricted-syntax */
       .catch((error: unknown) => {
         resolved = undefined;
@@ -226,17 +231,23 @@ export function createChargeEngine(options: ChargeEngineOptions): ChargeEngine {
     );
   });
 
+  const processCharge = (key: string, request: ChargeRequest): Promise<ChargeOutcome> => {
+    let v: ValidatedRequest;
+    try {
+      v = validateChargeRequest(key, request);
+    } catch (error) {
+      env.observer.instruments?.invalid(env.operation);
+      return rejected(error);
+    }
+    return processOperation(env, CHARGE, v, sharedAttempts);
+  };
+
   return {
-    processCharge: async (key, request) => {
-      if (!observing) await observerReady;
-      let v: ValidatedRequest;
-      try {
-        v = validateChargeRequest(key, request);
-      } catch (error) {
-        env.observer.instruments?.invalid(env.operation);
-        throw error;
-      }
-      return processOperation(env, CHARGE, v, sharedAttempts);
+    // Not an async function: one returning the attempt's promise would cost every charge a
+    // promise and two turns of the microtask queue to adopt it. Invalid input still rejects.
+    processCharge: (key, request) => {
+      if (!observing) return observerReady.then(() => processCharge(key, request));
+      return processCharge(key, request);
     },
     processRefund: async (key, request) => {
       if (!observing) await observerReady;
@@ -295,6 +306,7 @@ export function createChargeEngine(options: ChargeEngineOptions): ChargeEngine {
       ),
     close: async () => {
       closed = true;
+      env.readyPools = null;
       if (!resolved) return;
       // A pool that never came up has nothing to end.
       const pools = await resolved.catch(() => null);
@@ -371,6 +383,7 @@ function buildEnv(options: ChargeEngineOptions): EngineEnv {
   return {
     pool: () => Promise.reject(new Error('pool not resolved')),
     pools: () => Promise.reject(new Error('pool not resolved')),
+    readyPools: null,
     tables: tablesIn(options.schema ?? DEFAULT_SCHEMA),
     provider: options.provider,
     operation,

@@ -11,6 +11,11 @@ export type EngineEnv = {
   pool: () => Promise<DatabasePool>;
   /** Both ways to the database: slonik, and node-postgres for the hot statements when it can. */
   pools: () => Promise<StorePools>;
+  /**
+   * What `pools()` resolves to, once it has (null before, and once the engine is closed): the hot
+   * path reads it without awaiting a promise that is long settled.
+   */
+  readyPools: StorePools | null;
   tables: Tables;
   provider: PaymentProvider;
   operation: string;

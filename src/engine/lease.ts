@@ -31,12 +31,19 @@ export function leaseLeftMs(env: EngineEnv, lease: HeldLease): number {
  * fails the key was taken over (the caller gets `IdempotencyKeyInUseError`), and if even the
  * renewal was too slow to leave enough, the key is released and the attempt stops.
  *
- * @throws {IdempotencyKeyInUseError} the lease was lost to another attempt.
- * @throws {StoreUnavailableError} PostgreSQL answered too slowly to hold a lease over the call.
+ * Null when the lease already covers it (nearly every call: a charge's claim took its lease
+ * moments ago), so the caller spends no promise on it; else the renewal, to await.
+ *
+ * Its renewal rejects with:
+ * - `IdempotencyKeyInUseError`: the lease was lost to another attempt.
+ * - `StoreUnavailableError`: PostgreSQL answered too slowly to hold a lease over the call.
  */
-export async function coverProviderBudget(env: EngineEnv, held: LeasedKey): Promise<void> {
+export function coverProviderBudget(env: EngineEnv, held: LeasedKey): Promise<void> | null {
   const needed = env.providerTimeoutMs + env.leaseMarginMs;
-  if (leaseLeftMs(env, held.lease) >= needed) return;
+  return leaseLeftMs(env, held.lease) >= needed ? null : renewForBudget(env, held, needed);
+}
+
+async function renewForBudget(env: EngineEnv, held: LeasedKey, needed: number): Promise<void> {
   const sentAt = env.clock.now();
   const pool = await env.pool();
   const renewed = await withStore(() =>

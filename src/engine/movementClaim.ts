@@ -43,7 +43,7 @@ export async function claimMovementPhase(
   def: MovementDefinition,
   input: MovementClaimInput,
 ): Promise<MovementClaim | RejectedMovement> {
-  const pools = await env.pools();
+  const pools = env.readyPools ?? (await env.pools());
   const hook = movementHooksOf(env, def).reserve;
   const scoped = { merchantId: input.merchantId, operation: input.operation, key: input.key };
   return observePhase(

@@ -104,7 +104,7 @@ export async function movementPhase(
     },
   };
   crashPoint(env, 'beforeProviderCall', owned.scoped);
-  await stallPoint(env, 'beforeProviderCall', owned.scoped);
+  if (env.faults) await stallPoint(env, 'beforeProviderCall', owned.scoped);
   const found = await obtain(env, owned, ctx, whenNotFound);
   if (found.kind === 'notFound') {
     const result = await complete(env, owned, 'cancelled', {
@@ -134,7 +134,7 @@ export async function movementPhase(
     });
   }
   crashPoint(env, 'afterProviderCall', owned.scoped);
-  await stallPoint(env, 'afterProviderCall', owned.scoped);
+  if (env.faults) await stallPoint(env, 'afterProviderCall', owned.scoped);
   const { movement } = checked;
   return complete(env, owned, found.adopted ? 'adopted' : 'created', {
     status: movement.status,
@@ -194,7 +194,7 @@ async function complete(
       owned.def.kind === 'capture' && result.status === 'succeeded' ? result.amountMinor : null,
   };
   const hook = hookFor(env, owned, source, result);
-  const pools = await env.pools();
+  const pools = env.readyPools ?? (await env.pools());
   if (env.faults?.shouldCrash('beforeCompleteCommit', owned.scoped)) {
     return crashBeforeCommit(env, async (tx) => {
       await tx.query(completeMovementQuery(env.tables, completion));

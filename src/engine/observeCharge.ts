@@ -1,5 +1,6 @@
 import type { Attributes, Span } from '@opentelemetry/api';
 import { errorType } from '../observability/observer.js';
+import { rejected } from '../rejected.js';
 import { ProviderTransientError } from '../provider/PaymentProvider.js';
 import type { ScopedKey } from '../store/keyState.js';
 import type { EngineEnv } from './engineEnv.js';
@@ -122,7 +123,7 @@ export function observePhase<T>(
     : observedPhase(env, phase, scoped, work, hooked);
 }
 
-async function observedPhase<T>(
+function observedPhase<T>(
   env: EngineEnv,
   phase: 'claim' | 'complete',
   scoped: ScopedKey,
@@ -136,15 +137,44 @@ async function observedPhase<T>(
     : null;
   if (!span && !instruments) return work();
   const startedAt = performance.now();
+  return whenSettled(
+    () => (span && hookRuns ? observer.within(span, work) : work()),
+    (failed, error) => {
+      if (span) {
+        if (failed) observer.fail(span, error);
+        span.end();
+      }
+      instruments?.phaseDuration((performance.now() - startedAt) / 1000, phase);
+    },
+  );
+}
+
+/**
+ * `work()`'s promise with `after` called once it settles (`failed`, and the error, when it
+ * rejected or threw): one promise, where an async function with a `try`/`finally` costs a
+ * charge two or three on every observed step (and a promise hook's work for each, with an
+ * OpenTelemetry context manager on).
+ */
+function whenSettled<T>(
+  work: () => Promise<T>,
+  after: (failed: boolean, error?: unknown) => void,
+): Promise<T> {
+  let running: Promise<T>;
   try {
-    return await (span && hookRuns ? observer.within(span, work) : work());
+    running = work();
   } catch (error) {
-    if (span) observer.fail(span, error);
-    throw error;
-  } finally {
-    span?.end();
-    instruments?.phaseDuration((performance.now() - startedAt) / 1000, phase);
+    running = rejected(error);
   }
+  return running.then(
+    (value) => {
+      after(false);
+      return value;
+    },
+    (error: unknown) => {
+      after(true, error);
+      throw error;
+    },
+  );
 }
 
 /**
@@ -224,28 +254,29 @@ export function observeProvider<T>(
   return unobserved(env) ? work() : observedProvider(env, scoped, call, work);
 }
 
-async function observedProvider<T>(
+function observedProvider<T>(
   env: EngineEnv,
   scoped: ScopedKey,
   call: 'find' | 'create',
   work: () => Promise<T>,
 ): Promise<T> {
+  const { observer } = env;
   const startedAt = performance.now();
-  let outcome = 'answered';
-  try {
-    return await env.observer.span(
-      `chargeonce.provider.${call}`,
-      chargeAttributes(env, scoped),
-      work,
-    );
-  } catch (error) {
-    outcome = error instanceof ProviderTransientError ? 'transient' : 'error';
-    throw error;
-  } finally {
-    env.observer.instruments?.providerDuration(
-      (performance.now() - startedAt) / 1000,
-      call,
-      outcome,
-    );
-  }
+  // Active while the adapter runs, so that its own spans (an HTTP client's) are children.
+  const span = observer.startSpan(`chargeonce.provider.${call}`, chargeAttributes(env, scoped));
+  return whenSettled(
+    () => (span ? observer.within(span, work) : work()),
+    (failed, error) => {
+      if (span) {
+        if (failed) observer.fail(span, error);
+        span.end();
+      }
+      const outcome = !failed
+        ? 'answered'
+        : error instanceof ProviderTransientError
+          ? 'transient'
+          : 'error';
+      observer.instruments?.providerDuration((performance.now() - startedAt) / 1000, call, outcome);
+    },
+  );
 }

@@ -73,7 +73,7 @@ export function toClaimResult(row: Record<string, unknown> | undefined): ClaimRe
  * The claim as a named prepared statement on a node-postgres pool: the hot path of every call
  * without a `reserve` hook (a fresh charge's first round trip, a replay's only one).
  */
-export async function claimKeyPrepared(
+export function claimKeyPrepared(
   pool: PgPoolLike,
   tables: Tables,
   input: ClaimInput,
@@ -81,12 +81,9 @@ export async function claimKeyPrepared(
   const { claim } = hotStatements(tables);
   // Written out: on Node 20, `{ ...x, more }` gets a hidden class of its own on every call
   // (about 1 µs per property after the spread, and slow reads in pg wherever it goes).
-  const result = await pool.query({
-    name: claim.name,
-    text: claim.text,
-    values: claimValues(input),
-  });
-  return toClaimResult(result.rows[0]);
+  return pool
+    .query({ name: claim.name, text: claim.text, values: claimValues(input) })
+    .then((result) => toClaimResult(result.rows[0]));
 }
 
 /** The claim through slonik: inside a transaction (with a `reserve` hook), or on a slonik pool. */
@@ -106,17 +103,26 @@ async function claimKeyThroughSlonik(
  * With `send` (node-postgres outside any transaction: a prepared statement, alone or in a group
  * commit) the claim goes there; `db` is then only asked again in the rare case the key vanished.
  */
-export async function claimKey(
+export function claimKey(
   db: CommonQueryMethods,
   tables: Tables,
   input: ClaimInput,
   send: ((input: ClaimInput) => Promise<ClaimResult | null>) | null = null,
 ): Promise<ClaimResult> {
-  const claimed = send ? await send(input) : await claimKeyThroughSlonik(db, tables, input);
-  if (claimed) return claimed;
-  // Neither claimed nor seen: a racing claim committed after this statement's snapshot (the
-  // insert waited for it, then did nothing). Read the key again, in a new snapshot; if it is gone
-  // (released by the sweeper at `started`, or a tombstone purged) the caller claims again.
+  const sent = send ? send(input) : claimKeyThroughSlonik(db, tables, input);
+  return sent.then((claimed) => claimed ?? readAgain(db, tables, input));
+}
+
+/**
+ * Neither claimed nor seen: a racing claim committed after the claim's snapshot (the insert
+ * waited for it, then did nothing). Reads the key again, in a new snapshot; if it is gone
+ * (released by the sweeper at `started`, or a tombstone purged) the caller claims again.
+ */
+async function readAgain(
+  db: CommonQueryMethods,
+  tables: Tables,
+  input: ClaimInput,
+): Promise<ClaimResult> {
   const state = await findKey(db, tables, input);
   return state ? { kind: 'existing', state, storedRequest: null } : { kind: 'vanished' };
 }

@@ -4,7 +4,7 @@ import {
   SchemaNotMigratedError,
   StoreUnavailableError,
 } from '../../src/errors.js';
-import { isRetryableStoreError, toStoreError } from '../../src/store/storeErrors.js';
+import { isRetryableStoreError, toStoreError, withStore } from '../../src/store/storeErrors.js';
 
 const withCode = (code: string, message = 'driver error') =>
   Object.assign(new Error(message), { code });
@@ -70,5 +70,29 @@ describe('store error classification', () => {
   ])("leaves %s about someone else's object alone: %s", (code, message) => {
     const error = withCode(code, message);
     expect(toStoreError(error)).toBe(error);
+  });
+});
+
+describe('withStore', () => {
+  it('answers what the operation answers', async () => {
+    await expect(withStore(() => Promise.resolve('row'))).resolves.toBe('row');
+  });
+
+  it('turns a lost connection into StoreUnavailableError, whether rejected or thrown at once', async () => {
+    const rejectedCall = withStore(() => Promise.reject(withCode('ECONNRESET')));
+    await expect(rejectedCall).rejects.toBeInstanceOf(StoreUnavailableError);
+    // A synchronous throw must reach the caller as a rejection, never as a throw from withStore.
+    let thrownCall: Promise<unknown> | undefined;
+    expect(() => {
+      thrownCall = withStore(() => {
+        throw withCode('57P01');
+      });
+    }).not.toThrow();
+    await expect(thrownCall).rejects.toBeInstanceOf(StoreUnavailableError);
+  });
+
+  it('passes on other errors unchanged', async () => {
+    const other = new RangeError('not a store error');
+    await expect(withStore(() => Promise.reject(other))).rejects.toBe(other);
   });
 });
