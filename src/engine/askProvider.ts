@@ -67,7 +67,17 @@ export async function askProvider(env: EngineEnv, step: ProviderStep): Promise<P
       const reservedAt = step.reservation?.at ?? new Date();
       // Anything but null is an answer, checked by the caller.
       const found: unknown = await observe('find', () =>
-        callProvider((signal) => step.find({ signal, reservedAt }), budget()),
+        callProvider(
+          // The signal passed through as a getter: made only if the adapter reads it.
+          (options) =>
+            step.find({
+              get signal() {
+                return options.signal;
+              },
+              reservedAt,
+            }),
+          budget(),
+        ),
       );
       if (found !== null) return { kind: 'answer', answer: found, adopted: true };
       const untrusted = untrustedNotFound(env.provider, step.reservation);
@@ -75,7 +85,7 @@ export async function askProvider(env: EngineEnv, step: ProviderStep): Promise<P
     }
     if (step.whenNotFound === 'cancel') return { kind: 'notFound' };
     const created: unknown = await observe('create', () =>
-      callProvider((signal) => step.create({ signal }), budget()),
+      callProvider((options) => step.create(options), budget()),
     );
     return { kind: 'answer', answer: created, adopted: false };
   } catch (error) {

@@ -28,7 +28,14 @@ export type ProviderCharge = {
 };
 
 /** Options for every provider call. */
-export type ProviderCallOptions = { signal: AbortSignal };
+export type ProviderCallOptions = {
+  /**
+   * Aborted when the call's budget runs out (its reason a `ProviderTransientError('timeout')`):
+   * pass it to the HTTP client. Made when first read, so an adapter that never reads it costs a
+   * charge no AbortController; read after the deadline, it is already aborted.
+   */
+  readonly signal: AbortSignal;
+};
 
 /** Options of a lookup. */
 export type FindChargeOptions = ProviderCallOptions & {

@@ -7,14 +7,31 @@ import { ProviderTransientError } from '../../src/provider/PaymentProvider.js';
 
 afterEach(() => {
   vi.useRealTimers();
+  vi.unstubAllGlobals();
 });
+
+/** Counts the AbortControllers made while `work` runs. */
+async function controllersMadeBy(work: () => Promise<unknown>): Promise<number> {
+  let made = 0;
+  vi.stubGlobal(
+    'AbortController',
+    class extends AbortController {
+      constructor() {
+        super();
+        made += 1;
+      }
+    },
+  );
+  await work();
+  return made;
+}
 
 describe('callProvider', () => {
   it('answers with what the call answers, and leaves no timer behind', async () => {
     vi.useFakeTimers();
     let signal: AbortSignal | undefined;
-    const answer = callProvider((s) => {
-      signal = s;
+    const answer = callProvider((options) => {
+      signal = options.signal;
       return Promise.resolve('charged');
     }, 1_000);
     await expect(answer).resolves.toBe('charged');
@@ -25,8 +42,8 @@ describe('callProvider', () => {
   it('rejects with a transient timeout at the deadline, and aborts the call', async () => {
     vi.useFakeTimers();
     let signal: AbortSignal | undefined;
-    const answer = callProvider((s) => {
-      signal = s;
+    const answer = callProvider((options) => {
+      signal = options.signal;
       return new Promise<never>(() => {});
     }, 1_000.7);
     const settled = answer.catch((error: unknown) => error);
@@ -67,5 +84,33 @@ describe('callProvider', () => {
     await expect(callProvider(() => 'charged' as unknown as Promise<string>, 1_000)).resolves.toBe(
       'charged',
     );
+  });
+
+  it('makes no AbortController for an adapter that never reads the signal, one for one that does', async () => {
+    const unread = await controllersMadeBy(() => callProvider(() => Promise.resolve('x'), 1_000));
+    expect(unread).toBe(0);
+    const read = await controllersMadeBy(() =>
+      callProvider((options) => {
+        // Read twice: still one controller.
+        expect(options.signal).toBe(options.signal);
+        return Promise.resolve('x');
+      }, 1_000),
+    );
+    expect(read).toBe(1);
+  });
+
+  it('gives an adapter that reads the signal only after the deadline one already aborted', async () => {
+    vi.useFakeTimers();
+    let options: { readonly signal: AbortSignal } | undefined;
+    const answer = callProvider((o) => {
+      options = o;
+      return new Promise<never>(() => {});
+    }, 10);
+    const settled = answer.catch((error: unknown) => error);
+    await vi.advanceTimersByTimeAsync(10);
+    const error = await settled;
+    expect(error).toBeInstanceOf(ProviderTransientError);
+    expect(options?.signal.aborted).toBe(true);
+    expect(options?.signal.reason).toBe(error);
   });
 });
