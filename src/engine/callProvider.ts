@@ -1,7 +1,4 @@
-import {
-  ProviderTransientError,
-  type ProviderCallOptions,
-} from '../provider/PaymentProvider.js';
+import { ProviderTransientError, type ProviderCallOptions } from '../provider/PaymentProvider.js';
 
 /**
  * Runs one provider call under a deadline. The adapter gets an AbortSignal (`options.signal`); if
