@@ -15,9 +15,13 @@ export type CompletionInput = ScopedKey & {
   responseBody: string;
 };
 
-/** The statement's one `completed` column. */
+/**
+ * The completion's `completed` column; no row at all is a completion fenced out (the single
+ * statement returns a row only for a key it completed).
+ */
 export function completedOf(row: Record<string, unknown> | undefined): boolean {
-  const completed = row?.completed;
+  if (row === undefined) return false;
+  const completed = row.completed;
   if (typeof completed !== 'boolean')
     throw new Error('chargeonce: the completion returned no flag');
   return completed;

@@ -86,8 +86,10 @@ function claimText(keys: string, charges: string): string {
 
 /**
  * The completion: records the outcome on the charge, stores the response, moves the key to
- * `completed` and releases the lease, fenced by the lock token: `completed` is false (and nothing
- * is written) for an attempt whose lease was taken over.
+ * `completed` and releases the lease, fenced by the lock token: no row (and nothing written) for
+ * an attempt whose lease was taken over. When the key had waiters, the same row notifies them: a
+ * `CASE` in the one row returned, not a CTE counted by a subquery, which cost a fresh charge about
+ * 10–20 µs more of PostgreSQL's CPU (two more plan nodes run on every completion).
  *
  * Parameters: merchant, operation, key, lock token, charge status, provider charge id, decline
  * code, response status, response body.
@@ -108,12 +110,12 @@ function completeText(keys: string, charges: string, schema: string): string {
         updated_at = now()
       FROM done
       WHERE c.merchant_id = done.merchant_id AND c.id = done.charge_id
-      RETURNING c.id
-    ), woken AS (
-      SELECT pg_notify(${waitersChannelLiteral}, ${waiterPayloadSql(schema, 'done')})
-      FROM done WHERE done.had_waiters
     )
-    SELECT EXISTS (SELECT 1 FROM done) AS completed, (SELECT count(*) FROM woken) AS woken`;
+    SELECT true AS completed,
+      CASE WHEN done.had_waiters
+        THEN pg_notify(${waitersChannelLiteral}, ${waiterPayloadSql(schema, 'done')}) IS NULL
+      END AS woken
+    FROM done`;
 }
 
 /** The channel completions notify waiters on: one per database, the payload names the key. */

@@ -108,7 +108,7 @@ function claimText(keys: string, charges: string, movements: string): string {
 
 /**
  * The completion of a refund or capture: stores the response, completes the key and releases
- * its lease, fenced by the lock token (`completed` false, nothing written, for a zombie); a
+ * its lease, fenced by the lock token (no row, nothing written, for a zombie); a
  * movement that held a reservation gets its result and gives the reservation back to the charge:
  * a refund's amount moves from held to refunded when it succeeded, a capture's becomes the
  * captured amount (`$10`, what the provider captured). A refused movement held nothing.
@@ -145,13 +145,12 @@ function completeText(keys: string, charges: string, movements: string, schema: 
           updated_at = now()
       FROM moved mv
       WHERE c.merchant_id = mv.merchant_id AND c.id = mv.charge_id
-      RETURNING c.id
-    ), woken AS (
-      SELECT pg_notify('${WAITERS_CHANNEL}', ${waiterPayloadSql(schema, 'done')})
-      FROM done WHERE done.had_waiters
     )
-    SELECT EXISTS (SELECT 1 FROM done) AS completed, (SELECT count(*) FROM settled) AS settled,
-      (SELECT count(*) FROM woken) AS woken`;
+    SELECT true AS completed,
+      CASE WHEN done.had_waiters
+        THEN pg_notify('${WAITERS_CHANNEL}', ${waiterPayloadSql(schema, 'done')}) IS NULL
+      END AS woken
+    FROM done`;
 }
 
 /** The movement statements of one schema, built once. */

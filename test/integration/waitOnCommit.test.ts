@@ -108,6 +108,58 @@ describe('waiters woken on commit', () => {
     await other.close();
   });
 
+  it('a refund waiter in another process is woken by the refund completion naming its key', async () => {
+    const fake = createFakeProvider();
+    let open!: () => void;
+    const gate = new Promise<void>((resolve) => (open = resolve));
+    const provider: PaymentProvider = {
+      createCharge: (input, options) => fake.createCharge(input, options),
+      findCharge: (key, options) => fake.findCharge(key, options),
+      createRefund: async (input, options) => {
+        await gate;
+        return fake.createRefund!(input, options);
+      },
+      findRefund: (key, options) => fake.findRefund!(key, options),
+    };
+    const events: ChargeOnceEvent[] = [];
+    const engine = createChargeEngine({
+      pool: db.pgPool,
+      provider,
+      inProgress: { waitMs: 20_000 },
+      onEvent: (e) => events.push(e),
+    });
+    const other = createChargeEngine({ pool: db.pgPool, provider, inProgress: { waitMs: 20_000 } });
+    const charge = await engine.processCharge(aKey(), aRequest({ merchantId: 'm_wait_refund' }));
+    const request = { merchantId: 'm_wait_refund', chargeId: charge.chargeId, amountMinor: 5 };
+    const key = aKey();
+    const winner = engine.processRefund(key, request);
+    await waitFor(() =>
+      Promise.resolve(events.some((e) => e.type === 'claimed' && e.operation === 'refund')),
+    );
+
+    const heard: string[] = [];
+    const listening = await db.pgPool.connect();
+    const onNotification = (message: { payload?: string }) => heard.push(message.payload ?? '');
+    (listening as unknown as NodeJS.EventEmitter).on('notification', onNotification);
+    await listening.query({ text: `LISTEN ${WAITERS_CHANNEL}` });
+
+    const waiter = other.processRefund(key, request);
+    await waitFor(() => hasWaiters(key));
+    open();
+    const [won, waited] = await Promise.all([winner, waiter]);
+
+    expect(waited).toMatchObject({ replayed: true, body: won.body });
+    // The refund's completion sent the wake-up, naming the refund key.
+    await waitFor(() => Promise.resolve(heard.length > 0));
+    expect(heard).toEqual([
+      waiterPayload('chargeonce', { merchantId: 'm_wait_refund', operation: 'refund', key }),
+    ]);
+    await listening.query({ text: `UNLISTEN ${WAITERS_CHANNEL}` });
+    listening.release();
+    await engine.close();
+    await other.close();
+  });
+
   it('a storm on one key from two engines: one claim per engine, one mark, one outcome for all', async () => {
     const { provider, open, fake } = gatedProvider();
     const events: ChargeOnceEvent[] = [];
