@@ -117,9 +117,9 @@ describe('waiters woken on commit', () => {
       findCharge: (key, options) => fake.findCharge(key, options),
       createRefund: async (input, options) => {
         await gate;
-        return fake.createRefund!(input, options);
+        return fake.createRefund(input, options);
       },
-      findRefund: (key, options) => fake.findRefund!(key, options),
+      findRefund: (key, options) => fake.findRefund(key, options),
     };
     const events: ChargeOnceEvent[] = [];
     const engine = createChargeEngine({
