@@ -124,14 +124,13 @@ function completeText(keys: string, charges: string, schema: string): string {
       FROM done d
       JOIN input i ON i.n = d.n
       WHERE c.merchant_id = d.merchant_id AND c.id = d.charge_id
-      RETURNING c.id
-    ), woken AS (
-      SELECT pg_notify('${WAITERS_CHANNEL}', ${waiterPayloadSql(schema, 'd')})
-      FROM done d WHERE d.had_waiters
     )
-    SELECT i.n, EXISTS (SELECT 1 FROM done d WHERE d.n = i.n) AS completed,
-      (SELECT count(*) FROM woken) AS woken
+    SELECT i.n, d.n IS NOT NULL AS completed,
+      CASE WHEN d.had_waiters
+        THEN pg_notify('${WAITERS_CHANNEL}', ${waiterPayloadSql(schema, 'd')}) IS NULL
+      END AS woken
     FROM input i
+    LEFT JOIN done d ON d.n = i.n
     ORDER BY i.n`;
 }
 

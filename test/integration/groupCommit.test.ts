@@ -4,14 +4,18 @@ import {
   createEnginePool,
   IdempotencyKeyInUseError,
   IdempotencyKeyReusedError,
+  type PaymentProvider,
   type PgPoolLike,
 } from '../../src/index.js';
+import { sql } from 'slonik';
+import { z } from 'zod';
 import { batchStatements } from '../../src/store/batchStatements.js';
 import type { PgQueryConfig } from '../../src/store/pgPoolLike.js';
 import { createFakeProvider } from '../../src/testing/index.js';
 import { createTestDatabase, type TestDatabase } from '../support/testDatabase.js';
 import { startWireProxy, type WireProxy } from '../support/wireProxy.js';
-import { aKey, aRequest, readCharges } from '../support/charges.js';
+import { aKey, aRequest, readCharges, waitFor } from '../support/charges.js';
+import { WAITERS_CHANNEL, waiterPayload } from '../../src/store/hotStatements.js';
 
 // Group commit on the wire: concurrent calls share statements, each key's outcome stays its own.
 
@@ -31,18 +35,47 @@ afterAll(async () => {
 
 const CALLS = 32;
 
-/** `pool`, noting the size of every batch claim sent through it (the real pool does the work). */
-function noteBatchClaims(claimSizes: number[]): PgPoolLike {
-  const batchClaim = batchStatements(db.tables).claim.name;
+/** The merchant's keys (only those with waiters marked, with `marked`). */
+async function countKeys(merchantId: string, marked = false): Promise<number> {
+  return db.pool.oneFirst(
+    sql.type(z.object({ n: z.number() }))`
+      SELECT count(*)::int4 AS n FROM ${db.tables.keys}
+      WHERE merchant_id = ${merchantId} AND (${!marked} OR has_waiters)`,
+  );
+}
+
+/**
+ * `pool`, noting the size of every batch claim (and batch completion) sent through it (the real
+ * pool does the work).
+ */
+function noteBatchClaims(claimSizes: number[], completionSizes: number[] = []): PgPoolLike {
+  const { claim, complete } = batchStatements(db.tables);
   return {
     options: pool.options,
     connect: () => pool.connect(),
     end: () => pool.end(),
     query: (config: PgQueryConfig) => {
-      if (config.name === batchClaim) claimSizes.push((config.values?.[0] as unknown[]).length);
+      const size = () => (config.values?.[0] as unknown[]).length;
+      if (config.name === claim.name) claimSizes.push(size());
+      if (config.name === complete.name) completionSizes.push(size());
       return pool.query(config);
     },
   };
+}
+
+/** A provider whose charges wait until the test lets them through. */
+function gatedProvider() {
+  const fake = createFakeProvider();
+  let open!: () => void;
+  const gate = new Promise<void>((resolve) => (open = resolve));
+  const provider: PaymentProvider = {
+    createCharge: async (input, options) => {
+      await gate;
+      return fake.createCharge(input, options);
+    },
+    findCharge: (key, options) => fake.findCharge(key, options),
+  };
+  return { provider, open, fake };
 }
 
 describe('group commit', () => {
@@ -147,6 +180,42 @@ describe('group commit', () => {
     expect(claimSizes).toEqual([16]);
     // Four claims for the blockers, the storm's, and at most one completion per charge.
     expect(proxy.stats().roundTrips).toBeLessThanOrEqual(4 + 1 + 5);
+  });
+
+  it('a batched completion wakes the waiters of every key it completes', async () => {
+    const { provider, open, fake } = gatedProvider();
+    const completionSizes: number[] = [];
+    const engine = createChargeEngine({ pool: noteBatchClaims([], completionSizes), provider });
+    // The waiters' engine, as in another process, on a pool of its own.
+    const other = createChargeEngine({ pool: db.pgPool, provider, inProgress: { waitMs: 20_000 } });
+    const merchantId = 'm_batch_wake';
+    const keys = Array.from({ length: 12 }, () => aKey());
+    const charges = keys.map((key) => engine.processCharge(key, aRequest({ merchantId })));
+    await waitFor(async () => (await countKeys(merchantId)) === keys.length);
+    const heard = new Set<string>();
+    const listening = await db.pgPool.connect();
+    (listening as unknown as NodeJS.EventEmitter).on('notification', (m: { payload?: string }) =>
+      heard.add(m.payload ?? ''),
+    );
+    await listening.query({ text: `LISTEN ${WAITERS_CHANNEL}` });
+    const waits = keys.map((key) => other.processCharge(key, aRequest({ merchantId })));
+    await waitFor(async () => (await countKeys(merchantId, true)) === keys.length);
+
+    // Twelve completions at once on a pool of four: most of them share statements.
+    open();
+    const [won, waited] = await Promise.all([Promise.all(charges), Promise.all(waits)]);
+
+    expect(completionSizes.length).toBeGreaterThan(0);
+    expect(waited.map((o) => o.body)).toEqual(won.map((o) => o.body));
+    expect(fake.ledger()).toHaveLength(keys.length);
+    // Every key's completion, batched or alone, named it to its waiters.
+    const payloads = keys.map((key) =>
+      waiterPayload(db.tables.schema, { merchantId, operation: 'charge', key }),
+    );
+    await waitFor(() => Promise.resolve(payloads.every((p) => heard.has(p))));
+    await listening.query({ text: `UNLISTEN ${WAITERS_CHANNEL}` });
+    listening.release();
+    await other.close();
   });
 
   it('with groupCommit: false, each charge keeps its own 2 round trips', async () => {
