@@ -4,7 +4,6 @@ import {
   createEnginePool,
   IdempotencyKeyInUseError,
   IdempotencyKeyReusedError,
-  type PaymentProvider,
   type PgPoolLike,
 } from '../../src/index.js';
 import { sql } from 'slonik';
@@ -12,6 +11,7 @@ import { z } from 'zod';
 import { batchStatements } from '../../src/store/batchStatements.js';
 import type { PgQueryConfig } from '../../src/store/pgPoolLike.js';
 import { createFakeProvider } from '../../src/testing/index.js';
+import { gatedProvider } from '../support/gatedProvider.js';
 import { createTestDatabase, type TestDatabase } from '../support/testDatabase.js';
 import { startWireProxy, type WireProxy } from '../support/wireProxy.js';
 import { aKey, aRequest, readCharges, waitFor } from '../support/charges.js';
@@ -61,21 +61,6 @@ function noteBatchClaims(claimSizes: number[], completionSizes: number[] = []): 
       return pool.query(config);
     },
   };
-}
-
-/** A provider whose charges wait until the test lets them through. */
-function gatedProvider() {
-  const fake = createFakeProvider();
-  let open!: () => void;
-  const gate = new Promise<void>((resolve) => (open = resolve));
-  const provider: PaymentProvider = {
-    createCharge: async (input, options) => {
-      await gate;
-      return fake.createCharge(input, options);
-    },
-    findCharge: (key, options) => fake.findCharge(key, options),
-  };
-  return { provider, open, fake };
 }
 
 describe('group commit', () => {

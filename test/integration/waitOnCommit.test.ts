@@ -3,6 +3,7 @@ import { sql } from 'slonik';
 import { z } from 'zod';
 import { createChargeEngine, type ChargeOnceEvent, type PaymentProvider } from '../../src/index.js';
 import { createFakeProvider } from '../../src/testing/index.js';
+import { gatedProvider } from '../support/gatedProvider.js';
 import { createTestDatabase, type TestDatabase } from '../support/testDatabase.js';
 import { aKey, aRequest, waitFor } from '../support/charges.js';
 import { WAITERS_CHANNEL, waiterPayload } from '../../src/store/hotStatements.js';
@@ -18,21 +19,6 @@ beforeAll(async () => {
 afterAll(async () => {
   await db.drop();
 });
-
-/** A provider whose charges wait until the test lets them through. */
-function gatedProvider() {
-  const fake = createFakeProvider();
-  let open!: () => void;
-  const gate = new Promise<void>((resolve) => (open = resolve));
-  const provider: PaymentProvider = {
-    createCharge: async (input, options) => {
-      await gate;
-      return fake.createCharge(input, options);
-    },
-    findCharge: (key, options) => fake.findCharge(key, options),
-  };
-  return { provider, open, fake };
-}
 
 const hasWaiters = (key: string) =>
   db.pool.oneFirst(
