@@ -257,10 +257,26 @@ async function prime(
   else await runFresh(design, provider, { calls, concurrency });
 }
 
-/** Round 1 runs A B C, round 2 B C A, round 3 C A B: no design always goes first. */
+/**
+ * The designs' order in a round: each round starts at another design (round 1 A B C D, round 2
+ * B …), and steps through the list by another stride (1, then 3, …: strides coprime with the
+ * count, so every design runs once). No design always goes first, and none always follows the
+ * same one: a design runs right after whichever left its garbage to be collected, and with plain
+ * rotation the engine always followed the slonik naive design, the largest allocator, and paid
+ * for its collections in every round.
+ */
 function rotate<T>(items: readonly T[], round: number): T[] {
-  const shift = (round - 1) % items.length;
-  return [...items.slice(shift), ...items.slice(0, shift)];
+  const n = items.length;
+  const strides = Array.from({ length: n }, (_, i) => i + 1).filter(
+    (stride) => stride < n && gcd(stride, n) === 1,
+  );
+  const stride = strides.length > 0 ? strides[(round - 1) % strides.length]! : 1;
+  const shift = (round - 1) % n;
+  return items.map((_, i) => items[(shift + i * stride) % n]!);
+}
+
+function gcd(a: number, b: number): number {
+  return b === 0 ? a : gcd(b, a % b);
 }
 
 async function writeOutputs(results: BenchResults, opts: BenchOptions): Promise<void> {
