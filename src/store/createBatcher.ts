@@ -68,9 +68,10 @@ export type BatchRunner<I, O> = {
   /**
    * The most batches in flight at once. A call made while fewer are in flight goes out at once;
    * PostgreSQL already flushes the WAL of concurrent commits together, so a few batches in
-   * flight keep both its group flush and this one busy.
+   * flight keep both its group flush and this one busy. A function is asked each time a batch
+   * could start: the limit may follow the load (see `createGroupCommit`).
    */
-  maxInFlight: number;
+  maxInFlight: number | (() => number);
   /**
    * The load of the pool's batchers: while it is light, a call whose identity is not in flight
    * goes out alone, at once, even with every slot taken (see `SharedLoad`). Without it, only a
@@ -96,9 +97,11 @@ export function createBatcher<I, O>(runner: BatchRunner<I, O>): (input: I) => Pr
   let queue: Waiting<I, O>[] = [];
   /** Batches in flight (a call sent alone on a free slot counts as one). */
   let batches = 0;
+  const { maxInFlight } = runner;
+  const limit = typeof maxInFlight === 'number' ? () => maxInFlight : maxInFlight;
   const slots = {
     take: (): boolean => {
-      if (batches >= runner.maxInFlight) return false;
+      if (batches >= limit()) return false;
       batches += 1;
       return true;
     },

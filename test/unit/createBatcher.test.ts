@@ -164,6 +164,24 @@ describe('group commit batching', () => {
     ]);
   });
 
+  it('asks a limit given as a function each time a batch could start', async () => {
+    let limit = 1;
+    const { send, sent, releaseAll } = recorder({ maxInFlight: () => limit });
+    const first = send('a');
+    send('b').catch(() => {});
+    // One slot: 'b' waits for 'a'.
+    expect(sent).toEqual([{ kind: 'one', inputs: ['a'] }]);
+    limit = 2;
+    const third = send('c');
+    // The limit is now two: 'c' finds a slot free and goes out, taking 'b' along.
+    expect(sent).toEqual([
+      { kind: 'one', inputs: ['a'] },
+      { kind: 'many', inputs: ['b', 'c'] },
+    ]);
+    await releaseAll();
+    await expect(Promise.all([first, third])).resolves.toEqual(['done a', 'done c']);
+  });
+
   it('sends calls alone past the slots while the pool has a connection for each, then batches', async () => {
     const { send, sent, releaseAll } = recorder({ load: createSharedLoad(3) });
     const answers = ['a', 'b', 'c', 'd', 'e'].map((input) => send(input));

@@ -1,0 +1,41 @@
+import { describe, expect, it } from 'vitest';
+import { claimsInFlight } from '../../src/store/groupCommit.js';
+import type { ClaimResult } from '../../src/store/claimKey.js';
+import type { KeyState } from '../../src/store/keyState.js';
+
+// How many claim batches group commit keeps in flight: one while claims write (new keys), two
+// while most recent ones only read (replays, 409s, 422s), never two on a small pool.
+
+const fresh: ClaimResult = { kind: 'claimed' };
+const existing: ClaimResult = {
+  kind: 'existing',
+  state: {} as KeyState,
+  storedRequest: null,
+};
+
+describe('claim batches in flight', () => {
+  it('starts at one: a fresh claim writes and commits', () => {
+    expect(claimsInFlight(10).limit()).toBe(1);
+  });
+
+  it('allows two once most recent claims found their keys, and one again once they stop', () => {
+    const claims = claimsInFlight(10);
+    claims.note(Array.from({ length: 100 }, () => existing));
+    expect(claims.limit()).toBe(2);
+    claims.note(Array.from({ length: 100 }, () => fresh));
+    expect(claims.limit()).toBe(1);
+  });
+
+  it('follows the share of recent claims, not a single batch', () => {
+    const claims = claimsInFlight(10);
+    claims.note(Array.from({ length: 100 }, () => existing));
+    claims.note([fresh, fresh, null]);
+    expect(claims.limit()).toBe(2);
+  });
+
+  it('keeps one on a pool of fewer than four connections, whatever the claims', () => {
+    const claims = claimsInFlight(3);
+    claims.note(Array.from({ length: 100 }, () => existing));
+    expect(claims.limit()).toBe(1);
+  });
+});
