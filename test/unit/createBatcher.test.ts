@@ -164,6 +164,18 @@ describe('group commit batching', () => {
     ]);
   });
 
+  it('past the pool, gathers the calls of one turn into one batch instead of sending the first alone', async () => {
+    const heavy: SharedLoad = { enter: () => {}, leave: () => {}, light: () => false };
+    const { send, sent, releaseAll } = recorder({ load: heavy, maxSize: 8 });
+    const answers = ['a', 'b', 'c'].map((input) => send(input));
+    // A slot is free, but the load is heavy: nothing goes out in the turn the calls were made.
+    expect(sent).toEqual([]);
+    await new Promise((resolve) => setImmediate(resolve));
+    expect(sent).toEqual([{ kind: 'many', inputs: ['a', 'b', 'c'] }]);
+    await releaseAll();
+    await expect(Promise.all(answers)).resolves.toEqual(['done a', 'done b', 'done c']);
+  });
+
   it('asks a limit given as a function each time a batch could start', async () => {
     let limit = 1;
     const { send, sent, releaseAll } = recorder({ maxInFlight: () => limit });
