@@ -37,6 +37,12 @@ export function createSharedLoad(connections: number): SharedLoad {
   };
 }
 
+/**
+ * The real `setImmediate`, taken when this module loads: a test of the caller's that fakes timers
+ * (vitest's and Jest's fake `setImmediate` by default) must not leave gathered calls unsent.
+ */
+const nextTurn = setImmediate;
+
 /** One call waiting for its batch, with its identity. */
 type Waiting<I, O> = {
   input: I;
@@ -66,16 +72,16 @@ export type BatchRunner<I, O> = {
   /** The most inputs in one batch. */
   maxSize: number;
   /**
-   * The most batches in flight at once. A call made while fewer are in flight goes out at once;
-   * PostgreSQL already flushes the WAL of concurrent commits together, so a few batches in
-   * flight keep both its group flush and this one busy. A function is asked each time a batch
-   * could start: the limit may follow the load (see `createGroupCommit`).
+   * The most batches in flight at once. Without a `load`, a call made while fewer are in flight
+   * goes out at once; with one, see `load`. A function is asked each time a batch could start:
+   * the limit may follow the load (see `createGroupCommit`).
    */
   maxInFlight: number | (() => number);
   /**
    * The load of the pool's batchers: while it is light, a call whose identity is not in flight
-   * goes out alone, at once, even with every slot taken (see `SharedLoad`). Without it, only a
-   * free slot sends a call alone.
+   * goes out alone, at once, even with every slot taken (see `SharedLoad`); while it is heavy, a
+   * call never goes out alone at once but joins the batch of its turn of the event loop (see
+   * `gather`). Without it, a free slot sends a call alone, at once.
    */
   load?: SharedLoad;
   /**
@@ -87,11 +93,13 @@ export type BatchRunner<I, O> = {
 };
 
 /**
- * Group commit without a timer: a call made while fewer than `maxInFlight` batches are in flight
- * goes out at once (so a lone caller waits for nothing), and so does one made while the pool's
- * `load` is light; calls made otherwise wait for a batch to return, then go out together in the
- * next. A call whose identity is in flight waits for it to return (see `identity`). A batch that
- * fails is sent again one input at a time, so one input's error never fails another's.
+ * Group commit without a timer: a call made while the pool's `load` is light goes out at once (so
+ * a lone caller waits for nothing), and so does one made while fewer than `maxInFlight` batches
+ * are in flight when there is no `load`. Past the pool, calls wait for the end of their turn of
+ * the event loop and go out together, or, with every slot taken, for a batch to return and go out
+ * together in the next. A call whose identity is in flight waits for it to return (see
+ * `identity`). A batch that fails is sent again one input at a time, so one input's error never
+ * fails another's.
  */
 export function createBatcher<I, O>(runner: BatchRunner<I, O>): (input: I) => Promise<O> {
   let queue: Waiting<I, O>[] = [];
@@ -133,9 +141,15 @@ export function createBatcher<I, O>(runner: BatchRunner<I, O>): (input: I) => Pr
       },
     );
 
+  /** Sends batches while calls wait and slots are free (more than one only past `maxSize`). */
   const flush = (): void => {
-    if (queue.length === 0) return;
-    if (!slots.take()) return;
+    while (flushOne());
+  };
+
+  /** Sends one batch of what waits, if a slot is free; false when it sent nothing. */
+  const flushOne = (): boolean => {
+    if (queue.length === 0) return false;
+    if (!slots.take()) return false;
     const batch: Waiting<I, O>[] = [];
     const rest: Waiting<I, O>[] = [];
     const taken = runner.sharesIdentity ? null : new Set<string>();
@@ -151,7 +165,7 @@ export function createBatcher<I, O>(runner: BatchRunner<I, O>): (input: I) => Pr
     // Only calls whose identity is in flight: the slot goes back, and their return flushes again.
     if (batch.length === 0) {
       slots.give();
-      return;
+      return false;
     }
     queue = rest;
     for (const waiting of batch) hold(waiting.id);
@@ -164,6 +178,7 @@ export function createBatcher<I, O>(runner: BatchRunner<I, O>): (input: I) => Pr
       slots.give();
       flush();
     });
+    return true;
   };
 
   // Past the pool (the load heavy), a call that finds nothing in flight to wait for does not go out
@@ -172,12 +187,13 @@ export function createBatcher<I, O>(runner: BatchRunner<I, O>): (input: I) => Pr
   // behind it, a round trip and a commit for one key on every cycle (measured at 32 callers:
   // half the statements were such singles). It waits for the rest of that turn instead, and the
   // flush then sends it with all that came in it. No timer: what is gathered is what is already
-  // on its way, and while the load is light nothing waits at all.
+  // on its way, and while the load is light nothing waits at all. (The load is a running average,
+  // so for a few dozen calls after a burst a call may still wait its turn.)
   let gathering = false;
   const gather = (): void => {
     if (gathering) return;
     gathering = true;
-    setImmediate(() => {
+    nextTurn(() => {
       gathering = false;
       flush();
     });
@@ -188,9 +204,10 @@ export function createBatcher<I, O>(runner: BatchRunner<I, O>): (input: I) => Pr
     const id = runner.identity(input);
     load?.enter();
     const heavy = load !== undefined && !load.light();
-    // Nothing waiting, the identity not in flight and a slot free (or the pool's load light): the
-    // call goes out alone, at once, as `flush` would send it, but without a batch built around it
-    // or a promise of ours around the runner's (a lone caller, at low concurrency, is most calls).
+    // Nothing waiting, the identity not in flight, and the pool's load light (or, without a load,
+    // a slot free): the call goes out alone, at once, as `flush` would send it, but without a
+    // batch built around it or a promise of ours around the runner's (a lone caller, at low
+    // concurrency, is most calls).
     if (!heavy && queue.length === 0 && !inFlight.has(id)) {
       const slotted = slots.take();
       if (slotted || load) {

@@ -144,8 +144,8 @@ describe('group commit', () => {
     const key = aKey();
     proxy.reset();
 
-    // Four calls hold the pool of 4 (both claim slots, and two more alone while each has a
-    // connection), so the storm's calls all wait for the next batch, the first of them in it.
+    // Four calls hold the pool of 4 (alone while each has a connection), so the storm's calls,
+    // made past the pool, all wait and go out together as the next batch.
     const blockers = [1, 2, 3, 4].map(() => engine.processCharge(aKey(), aRequest({ merchantId })));
     const storm = await Promise.allSettled([
       ...Array.from({ length: 15 }, () => engine.processCharge(key, aRequest({ merchantId }))),

@@ -1,4 +1,4 @@
-import { describe, expect, it } from 'vitest';
+import { describe, expect, it, vi } from 'vitest';
 import {
   createBatcher,
   createSharedLoad,
@@ -174,6 +174,21 @@ describe('group commit batching', () => {
     expect(sent).toEqual([{ kind: 'many', inputs: ['a', 'b', 'c'] }]);
     await releaseAll();
     await expect(Promise.all(answers)).resolves.toEqual(['done a', 'done b', 'done c']);
+  });
+
+  it("sends gathered calls even when a caller's tests fake setImmediate", async () => {
+    vi.useFakeTimers({ toFake: ['setImmediate'] });
+    try {
+      const heavy: SharedLoad = { enter: () => {}, leave: () => {}, light: () => false };
+      const { send, sent } = recorder({ load: heavy, maxSize: 8 });
+      void send('a');
+      void send('b');
+      // A real turn of the event loop (setTimeout is not faked here): the gathered flush ran.
+      await new Promise((resolve) => setTimeout(resolve, 0));
+      expect(sent).toEqual([{ kind: 'many', inputs: ['a', 'b'] }]);
+    } finally {
+      vi.useRealTimers();
+    }
   });
 
   it('asks a limit given as a function each time a batch could start', async () => {
