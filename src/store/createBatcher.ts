@@ -1,30 +1,33 @@
 /**
  * The calls of the batchers that share one pool, from the moment each is made until it is
- * answered (waiting for a batch or in flight): while there are no more than the pool has
- * connections, each can have one to itself, and a call goes out alone though every batch slot is
- * taken. Batches form only past that, where calls would otherwise queue for a connection.
+ * answered (waiting for a batch or in flight). A batcher reads it through `light`: while the load
+ * is light, a call goes out alone, at once; past it, calls are gathered into batches.
  */
 export type SharedLoad = {
-  enter(): void;
-  leave(): void;
-  /** True while every call made could have a connection of its own. */
-  light(): boolean;
+  enter: () => void;
+  leave: () => void;
+  /** True while a call should go out alone, at once. */
+  light: () => boolean;
 };
 
 /** How much of the running average of calls one new call moves: about the last 32 calls. */
 const LOAD_WEIGHT = 1 / 32;
 
 /**
- * The load of batchers sharing a pool of `connections`: light while the calls made now, and their
- * running average over the last few dozen calls, fit in the pool. The average is what keeps a
- * steady load past the pool batched: answered together, a batch's callers come back one after
- * the other, and the first of them would find the load light and go out alone, one by one, until
- * it was heavy again (measured at 32 callers on 10 connections, with the count alone: replays lost
- * about a tenth of their throughput to those singles).
+ * The load of batchers sharing a pool: `lightFor(limit)` is true while the calls made now, and
+ * their running average over the last few dozen calls, are no more than `limit`; `light` is
+ * `lightFor(limit)` for the `limit` given here. The average is what keeps a steady load batched:
+ * answered together, a batch's callers come back one after the other, and the first of them
+ * would find the load light and go out alone, one by one, until it was heavy again (measured at
+ * 32 callers on 10 connections, with the count alone: replays lost about a tenth of their
+ * throughput to those singles).
  */
-export function createSharedLoad(connections: number): SharedLoad {
+export function createSharedLoad(limit: number): SharedLoad & {
+  lightFor: (limit: number) => boolean;
+} {
   let calls = 0;
   let average = 0;
+  const lightFor = (most: number): boolean => calls <= most && average <= most;
   return {
     enter: () => {
       calls += 1;
@@ -33,7 +36,8 @@ export function createSharedLoad(connections: number): SharedLoad {
     leave: () => {
       calls -= 1;
     },
-    light: () => calls <= connections && average <= connections,
+    light: () => lightFor(limit),
+    lightFor,
   };
 }
 

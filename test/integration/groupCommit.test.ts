@@ -99,8 +99,8 @@ describe('group commit', () => {
     await engine.processCharge(reused, aRequest({ merchantId, amountMinor: 700 }));
     const twice = aKey();
     const fresh = Array.from({ length: 10 }, () => aKey());
-    // Four calls hold the pool of 4 (two claim slots, two more alone while each has a connection):
-    // every call after them waits, and they go out in one batch.
+    // The first of four blockers goes out alone (no other call waits on a statement); every call
+    // made after it, in the same turn, is gathered into one batch: three blockers and these 14.
     const blockers = [1, 2, 3, 4].map(() => engine.processCharge(aKey(), aRequest({ merchantId })));
 
     const settled = await Promise.allSettled([
@@ -113,7 +113,7 @@ describe('group commit', () => {
     await Promise.all(blockers);
 
     // The replay, the reuse, the key sent twice and the ten new keys: all in one claim.
-    expect(claimSizes).toEqual([14]);
+    expect(claimSizes).toEqual([17]);
     const [replay, refused, twiceA, twiceB, ...news] = settled;
     expect(replay).toMatchObject({
       status: 'fulfilled',
@@ -144,8 +144,8 @@ describe('group commit', () => {
     const key = aKey();
     proxy.reset();
 
-    // Four calls hold the pool of 4 (alone while each has a connection), so the storm's calls,
-    // made past the pool, all wait and go out together as the next batch.
+    // The first of four blockers goes out alone (no other call waits on a statement); every call
+    // made after it, in the same turn, is gathered into one batch: three blockers and the storm.
     const blockers = [1, 2, 3, 4].map(() => engine.processCharge(aKey(), aRequest({ merchantId })));
     const storm = await Promise.allSettled([
       ...Array.from({ length: 15 }, () => engine.processCharge(key, aRequest({ merchantId }))),
@@ -162,9 +162,36 @@ describe('group commit', () => {
     expect((reused as IdempotencyKeyReusedError).differingFields).toEqual(['amountMinor']);
     expect(provider.ledger()).toHaveLength(6);
     // One claim for the whole storm: a key in one batch sixteen times, not in sixteen batches.
-    expect(claimSizes).toEqual([16]);
-    // Four claims for the blockers, the storm's, and at most one completion per charge.
-    expect(proxy.stats().roundTrips).toBeLessThanOrEqual(4 + 1 + 5);
+    expect(claimSizes).toEqual([19]);
+    // Two claims (the first blocker's, then the batch) and at most one completion per charge.
+    expect(proxy.stats().roundTrips).toBeLessThanOrEqual(2 + 5);
+  });
+
+  it('sends replays alone below the pool, once most claims only read', async () => {
+    const provider = createFakeProvider();
+    const claimSizes: number[] = [];
+    const engine = createChargeEngine({ pool: noteBatchClaims(claimSizes), provider });
+    const merchantId = 'm_reads';
+    const keys = [aKey(), aKey(), aKey()];
+    for (const key of keys) await engine.processCharge(key, aRequest({ merchantId }));
+    // Replays one at a time, until most recent claims are reads.
+    for (let i = 0; i < 60; i++) await engine.processCharge(keys[i % 3]!, aRequest({ merchantId }));
+    claimSizes.length = 0;
+
+    // Three at once on a pool of four: a read has no commit to share, so none waits for a batch.
+    const replays = await Promise.all(
+      keys.map((key) => engine.processCharge(key, aRequest({ merchantId }))),
+    );
+
+    expect(replays.every((o) => o.replayed)).toBe(true);
+    expect(claimSizes).toEqual([]);
+    // Fresh charges still batch from the second call on: the share turns back to writes.
+    const fresh = Array.from({ length: 80 }, () => aKey());
+    for (const key of fresh.slice(0, 60)) await engine.processCharge(key, aRequest({ merchantId }));
+    await Promise.all(
+      fresh.slice(60).map((key) => engine.processCharge(key, aRequest({ merchantId }))),
+    );
+    expect(claimSizes).toEqual([19]);
   });
 
   it('a batched completion wakes the waiters of every key it completes', async () => {

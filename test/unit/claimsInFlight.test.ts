@@ -33,6 +33,15 @@ describe('claim batches in flight', () => {
     expect(claims.limit()).toBe(2);
   });
 
+  it('says claims are reading once most recent ones, alone or batched, found their keys', () => {
+    const claims = claimsInFlight(10);
+    expect(claims.reading()).toBe(false);
+    for (let i = 0; i < 100; i++) claims.noteOne(existing);
+    expect(claims.reading()).toBe(true);
+    for (let i = 0; i < 100; i++) claims.noteOne(fresh);
+    expect(claims.reading()).toBe(false);
+  });
+
   it('keeps one on a pool of fewer than four connections, whatever the claims', () => {
     const claims = claimsInFlight(3);
     claims.note(Array.from({ length: 100 }, () => existing));
