@@ -279,3 +279,20 @@ describe('the load of a pool', () => {
     expect(load.light()).toBe(true);
   });
 });
+
+describe('shared load after a burst', () => {
+  it('turns light again for a lone caller once the burst has passed, even at a limit of one', () => {
+    const load = createSharedLoad(1);
+    for (let i = 0; i < 32; i++) load.enter();
+    for (let i = 0; i < 32; i++) load.leave();
+    let lightAt = -1;
+    for (let call = 1; call <= 2_000 && lightAt < 0; call++) {
+      load.enter();
+      if (load.light()) lightAt = call;
+      load.leave();
+    }
+    // The average nears one from above and, held to it exactly, would never reach it.
+    expect(lightAt).toBeGreaterThan(0);
+    expect(lightAt).toBeLessThan(200);
+  });
+});
