@@ -195,7 +195,7 @@ export function createBatcher<I, O>(runner: BatchRunner<I, O>): (input: I) => Pr
   // half the statements were such singles). It waits for the rest of that turn instead, and the
   // flush then sends it with all that came in it. No timer: what is gathered is what is already
   // on its way, and while the load is light nothing waits at all. (The load is a running average,
-  // so for a few dozen calls after a burst a call may still wait its turn.)
+  // so after a burst of 32 calls a lone caller's next hundred or so calls still wait their turn.)
   let gathering = false;
   const gather = (): void => {
     if (gathering) return;
