@@ -14,33 +14,36 @@ export type SharedLoad = {
 const LOAD_WEIGHT = 1 / 32;
 
 /**
- * The load of batchers sharing a pool: `lightFor(limit)` is true while the calls made now, and
- * their running average over the last few dozen calls, are no more than `limit`; `light` is
- * `lightFor(limit)` for the `limit` given here. The average is what keeps a steady load batched:
- * answered together, a batch's callers come back one after the other, and the first of them
- * would find the load light and go out alone, one by one, until it was heavy again (measured at
- * 32 callers on 10 connections, with the count alone: replays lost about a tenth of their
- * throughput to those singles).
+ * The load of batchers sharing a pool, read by each through a view of its own (`at`): light while
+ * the calls made now, and their running average over the last few dozen calls, are no more than
+ * the view's limit. The average is what keeps a steady load batched: answered together, a
+ * batch's callers come back one after the other, and the first of them would find the load light
+ * and go out alone, one by one, until it was heavy again (measured at 32 callers on 10
+ * connections, with the count alone: replays lost about a tenth of their throughput to those
+ * singles).
  */
-export function createSharedLoad(limit: number): SharedLoad & {
-  lightFor: (limit: number) => boolean;
-} {
+export function createSharedLoad(): { at: (limit: () => number) => SharedLoad } {
   let calls = 0;
   let average = 0;
-  // The average nears a steady count from above without ever reaching it (it would stay a hair
-  // over one for good after a burst, and every lone call would wait its turn): within half a call
-  // of the limit counts.
-  const lightFor = (most: number): boolean => calls <= most && average < most + 0.5;
+  const enter = (): void => {
+    calls += 1;
+    average += (calls - average) * LOAD_WEIGHT;
+  };
+  const leave = (): void => {
+    calls -= 1;
+  };
   return {
-    enter: () => {
-      calls += 1;
-      average += (calls - average) * LOAD_WEIGHT;
-    },
-    leave: () => {
-      calls -= 1;
-    },
-    light: () => lightFor(limit),
-    lightFor,
+    at: (limit) => ({
+      enter,
+      leave,
+      // The average nears a steady count from above without ever reaching it (it would stay a
+      // hair over one for good after a burst, and every lone call would wait its turn): within
+      // half a call of the limit counts.
+      light: () => {
+        const most = limit();
+        return calls <= most && average < most + 0.5;
+      },
+    }),
   };
 }
 

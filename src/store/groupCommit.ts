@@ -12,7 +12,7 @@ import {
   completionValues,
   type CompletionInput,
 } from './completeKey.js';
-import { createBatcher, createSharedLoad, type SharedLoad } from './createBatcher.js';
+import { createBatcher, createSharedLoad } from './createBatcher.js';
 import type { PgPoolLike } from './pgPoolLike.js';
 import { isStoreUnavailable } from './storeErrors.js';
 import type { Tables } from './tables.js';
@@ -80,9 +80,10 @@ export function claimsInFlight(connections: number): {
   const noteOne = (result: ClaimResult | null): void => {
     readShare += ((result?.kind === 'existing' ? 1 : 0) - readShare) * SHARE_WEIGHT;
   };
+  const reading = (): boolean => readShare > 0.5;
   return {
-    reading: () => readShare > 0.5,
-    limit: () => (readShare > 0.5 ? inFlight : WRITING_IN_FLIGHT),
+    reading,
+    limit: () => (reading() ? inFlight : WRITING_IN_FLIGHT),
     note: (results) => {
       for (const result of results) noteOne(result);
     },
@@ -103,18 +104,7 @@ export function createGroupCommit(pool: PgPoolLike, tables: Tables): GroupCommit
   const connections = poolSize(pool);
   const claims = claimsInFlight(connections);
   // Shared by the two batchers: a claim and a completion each hold a connection.
-  const shared = createSharedLoad(connections);
-  const { enter, leave } = shared;
-  const claimLoad: SharedLoad = {
-    enter,
-    leave,
-    light: () => shared.lightFor(claims.reading() ? connections : WRITING_LIGHT_LOAD),
-  };
-  const completionLoad: SharedLoad = {
-    enter,
-    leave,
-    light: () => shared.lightFor(WRITING_LIGHT_LOAD),
-  };
+  const load = createSharedLoad();
   return {
     claim: createBatcher<ClaimInput, ClaimResult | null>({
       one: (input) => claimKeyPrepared(pool, tables, input, claims.noteOne),
@@ -134,7 +124,7 @@ export function createGroupCommit(pool: PgPoolLike, tables: Tables): GroupCommit
       sharesIdentity: true,
       maxSize: MAX_BATCH,
       maxInFlight: claims.limit,
-      load: claimLoad,
+      load: load.at(() => (claims.reading() ? connections : WRITING_LIGHT_LOAD)),
       failsEveryInput: isStoreUnavailable,
     }),
     complete: createBatcher<CompletionInput, boolean>({
@@ -153,7 +143,7 @@ export function createGroupCommit(pool: PgPoolLike, tables: Tables): GroupCommit
       sharesIdentity: false,
       maxSize: MAX_BATCH,
       maxInFlight: WRITING_IN_FLIGHT,
-      load: completionLoad,
+      load: load.at(() => WRITING_LIGHT_LOAD),
       failsEveryInput: isStoreUnavailable,
     }),
   };

@@ -45,6 +45,9 @@ function recorder(overrides: Partial<BatchRunner<string, string>> = {}) {
   return { send: createBatcher(runner), sent, releaseAll };
 }
 
+/** A load past the pool, whatever the calls. */
+const HEAVY: SharedLoad = { enter: () => {}, leave: () => {}, light: () => false };
+
 describe('group commit batching', () => {
   it('sends a lone call at once and alone', async () => {
     const { send, sent, releaseAll } = recorder();
@@ -165,8 +168,7 @@ describe('group commit batching', () => {
   });
 
   it('past the pool, gathers the calls of one turn into one batch instead of sending the first alone', async () => {
-    const heavy: SharedLoad = { enter: () => {}, leave: () => {}, light: () => false };
-    const { send, sent, releaseAll } = recorder({ load: heavy, maxSize: 8 });
+    const { send, sent, releaseAll } = recorder({ load: HEAVY, maxSize: 8 });
     const answers = ['a', 'b', 'c'].map((input) => send(input));
     // A slot is free, but the load is heavy: nothing goes out in the turn the calls were made.
     expect(sent).toEqual([]);
@@ -179,8 +181,7 @@ describe('group commit batching', () => {
   it("sends gathered calls even when a caller's tests fake setImmediate", async () => {
     vi.useFakeTimers({ toFake: ['setImmediate'] });
     try {
-      const heavy: SharedLoad = { enter: () => {}, leave: () => {}, light: () => false };
-      const { send, sent } = recorder({ load: heavy, maxSize: 8 });
+      const { send, sent } = recorder({ load: HEAVY, maxSize: 8 });
       void send('a');
       void send('b');
       // A real turn of the event loop (setTimeout is not faked here): the gathered flush ran.
@@ -210,7 +211,7 @@ describe('group commit batching', () => {
   });
 
   it('sends calls alone past the slots while the pool has a connection for each, then batches', async () => {
-    const { send, sent, releaseAll } = recorder({ load: createSharedLoad(3) });
+    const { send, sent, releaseAll } = recorder({ load: createSharedLoad().at(() => 3) });
     const answers = ['a', 'b', 'c', 'd', 'e'].map((input) => send(input));
     // One slot: 'a' takes it; 'b' and 'c' still fit the pool of 3; 'd' and 'e' would queue for it.
     expect(sent).toEqual([
@@ -251,7 +252,7 @@ describe('group commit batching', () => {
 
 describe('the load of a pool', () => {
   it('is light while the calls, and their recent average, fit in the pool', () => {
-    const load = createSharedLoad(4);
+    const load = createSharedLoad().at(() => 4);
     for (let i = 0; i < 4; i += 1) load.enter();
     expect(load.light()).toBe(true);
     load.enter();
@@ -261,7 +262,7 @@ describe('the load of a pool', () => {
   });
 
   it('stays heavy under a steady load past the pool, though its callers come back one by one', () => {
-    const load = createSharedLoad(10);
+    const load = createSharedLoad().at(() => 10);
     // 32 callers, answered together by a batch and coming back one after the other, many times.
     for (let wave = 0; wave < 50; wave += 1) {
       for (let i = 0; i < 32; i += 1) load.enter();
@@ -282,7 +283,7 @@ describe('the load of a pool', () => {
 
 describe('shared load after a burst', () => {
   it('turns light again for a lone caller once the burst has passed, even at a limit of one', () => {
-    const load = createSharedLoad(1);
+    const load = createSharedLoad().at(() => 1);
     for (let i = 0; i < 32; i++) load.enter();
     for (let i = 0; i < 32; i++) load.leave();
     let lightAt = -1;
