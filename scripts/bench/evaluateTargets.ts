@@ -67,35 +67,31 @@ export function evaluateTargets(results: BenchResults): TargetResult[] {
       has('fresh/engine') && has('fresh/floor'),
     );
   }
-  for (const c of concurrencies) {
-    const stormP50 = summary.median('storm', c, 'engine-wait', 'p50Ms');
-    const freshP50 = summary.median('fresh', c, 'engine-wait', 'p50Ms');
+  // Storm p50 (engine-wait) at storm concurrency `stormAt` against fresh p50 at `freshAt`.
+  const stormWaitCheck = (stormAt: number, freshAt: number, where: string) => {
+    const stormP50 = summary.median('storm', stormAt, 'engine-wait', 'p50Ms');
+    const freshP50 = summary.median('fresh', freshAt, 'engine-wait', 'p50Ms');
     const measured = has('storm/engine-wait') && has('fresh/engine-wait');
     const times = stormP50 / freshP50;
     checks.push({
-      target: `storm p50 with waiters woken on commit ≤ ${STORM_WAIT_P50_OVER_FRESH_P50} × fresh p50 (engine-wait), concurrency ${c}`,
+      target: `storm p50 with waiters woken on commit ≤ ${STORM_WAIT_P50_OVER_FRESH_P50} × fresh p50 (engine-wait), ${where}`,
       measured: measured
         ? `${stormP50.toFixed(2)} ms = ${times.toFixed(2)} × ${freshP50.toFixed(2)} ms`
         : 'not measured',
       pass: measured && Number.isFinite(times) ? times <= STORM_WAIT_P50_OVER_FRESH_P50 : null,
     });
-  }
+  };
+  for (const c of concurrencies) stormWaitCheck(c, c, `concurrency ${c}`);
   // The same target read by callers in flight rather than by the concurrency column: one key
   // stormed at a time is 32 callers in flight, as fresh charges at concurrency 32 are. The rows
   // above compare c keys stormed at once (32·c callers) with c callers; both readings are shown.
-  const perKeyCallers = results.config.stormCallersPerKey;
-  if (concurrencies.includes(1) && concurrencies.includes(perKeyCallers)) {
-    const stormP50 = summary.median('storm', 1, 'engine-wait', 'p50Ms');
-    const freshP50 = summary.median('fresh', perKeyCallers, 'engine-wait', 'p50Ms');
-    const measured = has('storm/engine-wait') && has('fresh/engine-wait');
-    const times = stormP50 / freshP50;
-    checks.push({
-      target: `storm p50 with waiters woken on commit ≤ ${STORM_WAIT_P50_OVER_FRESH_P50} × fresh p50 (engine-wait), ${perKeyCallers} callers in flight each (one key stormed at a time; fresh at concurrency ${perKeyCallers})`,
-      measured: measured
-        ? `${stormP50.toFixed(2)} ms = ${times.toFixed(2)} × ${freshP50.toFixed(2)} ms`
-        : 'not measured',
-      pass: measured && Number.isFinite(times) ? times <= STORM_WAIT_P50_OVER_FRESH_P50 : null,
-    });
+  const perKey = results.config.stormCallersPerKey;
+  if (concurrencies.includes(1) && concurrencies.includes(perKey)) {
+    stormWaitCheck(
+      1,
+      perKey,
+      `${perKey} callers in flight each (one key stormed at a time; fresh at concurrency ${perKey})`,
+    );
   }
   const atBoth = (scenario: string) => has(`${scenario}/engine`) && has(`${scenario}/floor`);
   compare(
