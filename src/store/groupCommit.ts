@@ -71,23 +71,18 @@ export function claimsInFlight(connections: number): {
   reading: () => boolean;
   /** Batches of claims in flight at most. */
   limit: () => number;
-  /** Counts answered claims, batched or alone. */
-  note: (results: readonly (ClaimResult | null)[]) => void;
-  noteOne: (result: ClaimResult | null) => void;
+  /** Counts an answered claim, batched or alone. */
+  note: (result: ClaimResult | null) => void;
 } {
   const inFlight = connections >= 4 ? READING_IN_FLIGHT : WRITING_IN_FLIGHT;
   let readShare = 0;
-  const noteOne = (result: ClaimResult | null): void => {
-    readShare += ((result?.kind === 'existing' ? 1 : 0) - readShare) * SHARE_WEIGHT;
-  };
   const reading = (): boolean => readShare > 0.5;
   return {
     reading,
     limit: () => (reading() ? inFlight : WRITING_IN_FLIGHT),
-    note: (results) => {
-      for (const result of results) noteOne(result);
+    note: (result) => {
+      readShare += ((result?.kind === 'existing' ? 1 : 0) - readShare) * SHARE_WEIGHT;
     },
-    noteOne,
   };
 }
 
@@ -107,7 +102,7 @@ export function createGroupCommit(pool: PgPoolLike, tables: Tables): GroupCommit
   const load = createSharedLoad();
   return {
     claim: createBatcher<ClaimInput, ClaimResult | null>({
-      one: (input) => claimKeyPrepared(pool, tables, input, claims.noteOne),
+      one: (input) => claimKeyPrepared(pool, tables, input, claims.note),
       many: async (inputs) => {
         // Written out, not spread: see claimKeyPrepared.
         const result = await pool.query({
@@ -116,7 +111,7 @@ export function createGroupCommit(pool: PgPoolLike, tables: Tables): GroupCommit
           values: columns(inputs.map(claimValues), 16),
         });
         const results = result.rows.map((row) => toClaimResult(row));
-        claims.note(results);
+        for (const claimed of results) claims.note(claimed);
         return results;
       },
       identity: scopedId,

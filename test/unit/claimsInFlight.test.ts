@@ -20,31 +20,31 @@ describe('claim batches in flight', () => {
 
   it('allows two once most recent claims found their keys, and one again once they stop', () => {
     const claims = claimsInFlight(10);
-    claims.note(Array.from({ length: 100 }, () => existing));
+    Array.from({ length: 100 }, () => existing).forEach(claims.note);
     expect(claims.limit()).toBe(2);
-    claims.note(Array.from({ length: 100 }, () => fresh));
+    Array.from({ length: 100 }, () => fresh).forEach(claims.note);
     expect(claims.limit()).toBe(1);
   });
 
   it('follows the share of recent claims, not a single batch', () => {
     const claims = claimsInFlight(10);
-    claims.note(Array.from({ length: 100 }, () => existing));
-    claims.note([fresh, fresh, null]);
+    Array.from({ length: 100 }, () => existing).forEach(claims.note);
+    [fresh, fresh, null].forEach(claims.note);
     expect(claims.limit()).toBe(2);
   });
 
   it('says claims are reading once most recent ones, alone or batched, found their keys', () => {
     const claims = claimsInFlight(10);
     expect(claims.reading()).toBe(false);
-    for (let i = 0; i < 100; i++) claims.noteOne(existing);
+    for (let i = 0; i < 100; i++) claims.note(existing);
     expect(claims.reading()).toBe(true);
-    for (let i = 0; i < 100; i++) claims.noteOne(fresh);
+    for (let i = 0; i < 100; i++) claims.note(fresh);
     expect(claims.reading()).toBe(false);
   });
 
   it('keeps one on a pool of fewer than four connections, whatever the claims', () => {
     const claims = claimsInFlight(3);
-    claims.note(Array.from({ length: 100 }, () => existing));
+    Array.from({ length: 100 }, () => existing).forEach(claims.note);
     expect(claims.limit()).toBe(1);
   });
 });
