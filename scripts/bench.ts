@@ -27,7 +27,7 @@ import { createSlonikPool } from './bench/createSlonikPool.js';
 import { DESIGN_SCHEMAS, type Design, type DesignName } from './bench/Design.js';
 import { describeMachine } from './bench/describeMachine.js';
 import { engineOverFloor } from './bench/engineOverFloor.js';
-import { evaluateTargets } from './bench/evaluateTargets.js';
+import { evaluateTargets, targetStatus } from './bench/evaluateTargets.js';
 import { measureRoundTrips } from './bench/measureRoundTrips.js';
 import { parseBenchOptions, type BenchOptions } from './bench/parseBenchOptions.js';
 import { renderReport } from './bench/renderReport.js';
@@ -309,7 +309,6 @@ async function writeOutputs(results: BenchResults, opts: BenchOptions): Promise<
   }
   console.log('\ntargets:');
   for (const t of evaluateTargets(results)) {
-    const status = t.pass === null ? '  -  ' : t.pass ? 'pass ' : 'MISS ';
-    console.log(`  ${status} ${t.target}: ${t.measured}`);
+    console.log(`  ${targetStatus(t).padEnd(5)} ${t.target}: ${t.measured}`);
   }
 }

@@ -7,7 +7,19 @@ export type TargetResult = {
   measured: string;
   /** Null when the run did not measure what the target needs. */
   pass: boolean | null;
+  /**
+   * A measurement past what the issue asks, held to the target's bound for comparison: reported,
+   * never a miss of the run.
+   */
+  beyond?: true;
 };
+
+/** A target's status as the report and the console print it. */
+export function targetStatus(t: TargetResult): string {
+  if (t.pass === null) return '–';
+  if (t.beyond) return t.pass ? 'within (not a target)' : 'over (not a target)';
+  return t.pass ? 'pass' : 'MISS';
+}
 
 // Against the node-postgres floor (`floor`): the hot-path targets.
 const FRESH_VS_FLOOR = 0.85;
@@ -68,7 +80,7 @@ export function evaluateTargets(results: BenchResults): TargetResult[] {
     );
   }
   // Storm p50 (engine-wait) at storm concurrency `stormAt` against fresh p50 at `freshAt`.
-  const stormWaitCheck = (stormAt: number, freshAt: number, where: string) => {
+  const stormWaitCheck = (stormAt: number, freshAt: number, where: string, beyond: boolean) => {
     const stormP50 = summary.median('storm', stormAt, 'engine-wait', 'p50Ms');
     const freshP50 = summary.median('fresh', freshAt, 'engine-wait', 'p50Ms');
     const measured = has('storm/engine-wait') && has('fresh/engine-wait');
@@ -79,18 +91,29 @@ export function evaluateTargets(results: BenchResults): TargetResult[] {
         ? `${stormP50.toFixed(2)} ms = ${times.toFixed(2)} × ${freshP50.toFixed(2)} ms`
         : 'not measured',
       pass: measured && Number.isFinite(times) ? times <= STORM_WAIT_P50_OVER_FRESH_P50 : null,
+      ...(beyond ? { beyond: true as const } : {}),
     });
   };
-  for (const c of concurrencies) stormWaitCheck(c, c, `concurrency ${c}`);
-  // The same target read by callers in flight rather than by the concurrency column: one key
-  // stormed at a time is 32 callers in flight, as fresh charges at concurrency 32 are. The rows
-  // above compare c keys stormed at once (32·c callers) with c callers; both readings are shown.
+  // The issue's storm is 32 callers on one key, against fresh charges "at the same concurrency":
+  // 32 callers in flight either way. That is the storm column at concurrency 1 (one key stormed
+  // at a time) against fresh charges at concurrency 32.
   const perKey = results.config.stormCallersPerKey;
   if (concurrencies.includes(1) && concurrencies.includes(perKey)) {
     stormWaitCheck(
       1,
       perKey,
-      `${perKey} callers in flight each (one key stormed at a time; fresh at concurrency ${perKey})`,
+      `${perKey} callers on one key against ${perKey} fresh callers (storm concurrency 1, fresh concurrency ${perKey})`,
+      false,
+    );
+  }
+  // Past the target, the same bound column by column: at concurrency c, c keys stormed at once
+  // (32·c callers in flight) against c fresh callers.
+  for (const c of concurrencies) {
+    stormWaitCheck(
+      c,
+      c,
+      `${c} key(s) stormed at once (${perKey * c} callers) against ${c} fresh callers`,
+      true,
     );
   }
   const atBoth = (scenario: string) => has(`${scenario}/engine`) && has(`${scenario}/floor`);
