@@ -15,7 +15,7 @@ export function watchAttempt(engineWaits: boolean): {
   wait(end: AttemptEnd): WaitEnd | null;
 } {
   let found: FoundAtProvider | null = null;
-  // A conflict on a waiting engine starts a wait (the engine marks the key and sleeps on it).
+  // A waiting engine says when a wait starts (it marks the key and sleeps on it).
   let waited = false;
   let notified = false;
   return {
@@ -24,7 +24,7 @@ export function watchAttempt(engineWaits: boolean): {
         found = answer;
       },
       event: (event) => {
-        if (event.type === 'conflict' && engineWaits) waited = true;
+        if (event.type === 'waiting' && engineWaits) waited = true;
       },
       notified: () => {
         if (waited) notified = true;

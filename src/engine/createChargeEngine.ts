@@ -1,4 +1,4 @@
-import { InvalidConfigurationError } from '../errors.js';
+import { InvalidConfigurationError, InvalidRequestError } from '../errors.js';
 import { validateChargeRequest, type ChargeRequest, type ValidatedRequest } from '../request.js';
 import { createObserver, SILENT_OBSERVER } from '../observability/observer.js';
 import { createGroupCommit } from '../store/groupCommit.js';
@@ -37,6 +37,7 @@ import { processOperation, type OperationOutcome } from './phaseMachine.js';
 import type { SharedAttempts } from './sharedAttempts.js';
 import { validateCaptureRequest, validateRefundRequest } from '../movementRequest.js';
 import { rejected } from '../rejected.js';
+import { REFUSED_AT_EDGE, type RefusalCounter, type RefusedOperation } from './refusedAtEdge.js';
 import type { ChargeEngineOptions, ChargeOutcome, MonotonicClock } from './types.js';
 import type {
   CaptureOutcome,
@@ -242,7 +243,17 @@ export function createChargeEngine(options: ChargeEngineOptions): ChargeEngine {
     return processOperation(env, CHARGE, v, sharedAttempts);
   };
 
-  return {
+  /** Validates a refund's or capture's request, counting it when refused (400). */
+  const validated = <T>(operation: RefusedOperation, validate: () => T): T => {
+    try {
+      return validate();
+    } catch (error) {
+      if (error instanceof InvalidRequestError) env.observer.instruments?.invalid(operation);
+      throw error;
+    }
+  };
+
+  const engine: ChargeEngine = {
     // Not an async function: one returning the attempt's promise would cost every charge a
     // promise and two turns of the microtask queue to adopt it. Invalid input still rejects.
     processCharge: (key, request) => {
@@ -251,7 +262,7 @@ export function createChargeEngine(options: ChargeEngineOptions): ChargeEngine {
     },
     processRefund: async (key, request) => {
       if (!observing) await observerReady;
-      const v = validateRefundRequest(key, request);
+      const v = validated('refund', () => validateRefundRequest(key, request));
       REFUND.requireProvider(env.provider);
       const outcome = await processOperation(env, REFUND_OPERATION, v, sharedAttempts);
       return {
@@ -266,7 +277,7 @@ export function createChargeEngine(options: ChargeEngineOptions): ChargeEngine {
     },
     processCapture: async (key, request) => {
       if (!observing) await observerReady;
-      const v = validateCaptureRequest(key, request);
+      const v = validated('capture', () => validateCaptureRequest(key, request));
       CAPTURE.requireProvider(env.provider);
       const outcome = await processOperation(env, CAPTURE_OPERATION, v, sharedAttempts);
       return {
@@ -299,8 +310,15 @@ export function createChargeEngine(options: ChargeEngineOptions): ChargeEngine {
     startRecovery: (loopOptions) =>
       startRecovery(
         {
-          sweep: (o) => sweep(env, recovery, o),
-          reap: (o) => reap(env, o),
+          // As engine.sweep and engine.reap: a first pass started with the engine is counted.
+          sweep: async (o) => {
+            if (!observing) await observerReady;
+            return sweep(env, recovery, o);
+          },
+          reap: async (o) => {
+            if (!observing) await observerReady;
+            return reap(env, o);
+          },
         },
         loopOptions,
       ),
@@ -314,6 +332,15 @@ export function createChargeEngine(options: ChargeEngineOptions): ChargeEngine {
       await pools?.end();
     },
   };
+  // The HTTP edge's own 400s (see refusedAtEdge), counted as this engine's are.
+  const countRefusal: RefusalCounter = (operation) => {
+    const name = operation === 'charge' ? env.operation : operation;
+    // Refused before this engine's first call, it is counted once its observer is ready.
+    if (observing) env.observer.instruments?.invalid(name);
+    else void observerReady.then(() => env.observer.instruments?.invalid(name));
+  };
+  Object.defineProperty(engine, REFUSED_AT_EDGE, { value: countRefusal });
+  return engine;
 }
 
 function buildEnv(options: ChargeEngineOptions): EngineEnv {

@@ -57,7 +57,10 @@ export function examineExistingKey(
   if (key.recoveryPoint === 'failed') throw new ChargeNeedsAttentionError();
   if (key.leaseHeld) {
     const retryAfterMs = retryAfterForLease(key.leaseRemainingMs);
-    env.observer.event({ type: 'conflict', ...scoped, retryAfterMs });
+    // A caller that waits on keys in progress is refused only when its wait runs out: the 409
+    // is reported then, once (waitInProgress), not on every look at the key while it waits.
+    if (env.inProgress === 'reject')
+      env.observer.event({ type: 'conflict', ...scoped, retryAfterMs });
     throw new IdempotencyKeyInUseError(retryAfterMs);
   }
   return 'resumable';

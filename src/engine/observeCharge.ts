@@ -54,7 +54,7 @@ function observedOperation<T extends { status: string; replayed: boolean }>(
   const { observer } = env;
   const instruments = observer.instruments;
   const span = observer.tracing
-    ? observer.startSpan(spanName, chargeAttributes(env, scoped))
+    ? observer.startCallSpan(spanName, chargeAttributes(env, scoped))
     : null;
   if (!span && !instruments) return run();
   const startedAt = performance.now();

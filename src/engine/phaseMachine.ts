@@ -105,8 +105,31 @@ export function processOperation<R, State, Owned, Outcome extends OperationOutco
       `${scoped.operation}\n${scoped.merchantId}\n${scoped.key}\n${v.fingerprint}`,
       policy.waitMs,
       () => waitInProgress(env, scoped, policy.waitMs, () => settle(env, def, v, scoped)),
+      {
+        // A joiner's answer is a replay of the shared attempt's outcome, or a 409: reported as
+        // a caller that read the key itself would have been.
+        replayed: (outcome) => reportReplay(env, def, scoped, outcome),
+        refused: (error) =>
+          env.observer.event({ type: 'conflict', ...scoped, retryAfterMs: error.retryAfterMs }),
+      },
     ),
   );
+}
+
+/** A completed key's outcome, answered again: the `replayed` event. */
+function reportReplay<Outcome extends OperationOutcome>(
+  env: EngineEnv,
+  def: { subjectOf(outcome: Outcome): string },
+  scoped: ScopedKey,
+  outcome: Outcome,
+): void {
+  env.observer.event({
+    type: 'replayed',
+    ...scoped,
+    chargeId: def.subjectOf(outcome),
+    status: outcome.status,
+    httpStatus: outcome.httpStatus,
+  });
 }
 
 /**
@@ -179,13 +202,7 @@ async function attempt<R, State, Owned, Outcome extends OperationOutcome>(
   if (examineExistingKey(env, scoped, claim.key, claim.storedRequest, v) === 'completed') {
     // The call's span says `recovery_point: completed` for every replay (observeOperation).
     const outcome = def.replay(claim.state, v);
-    env.observer.event({
-      type: 'replayed',
-      ...scoped,
-      chargeId: def.subjectOf(outcome),
-      status: outcome.status,
-      httpStatus: outcome.httpStatus,
-    });
+    reportReplay(env, def, scoped, outcome);
     return outcome;
   }
   // Read before the pool is asked for a connection: the lease is measured from here.

@@ -25,6 +25,15 @@ export type SharedAttempt<T> = {
 export type SharedAttempts<T> = Map<string, SharedAttempt<T>>;
 
 /**
+ * What a joiner's answer is reported as: the shared attempt's outcome, replayed to it, or the 409
+ * it gets when its wait ran out. The attempt reports its own events; a joiner makes none.
+ */
+export type JoinerReport<T> = {
+  replayed(outcome: T): void;
+  refused(error: IdempotencyKeyInUseError): void;
+};
+
+/**
  * Callers of one engine that wait on the same key with the same request share one attempt: the
  * first runs it, the others wait for its outcome and get it as a replay (the same body), answered
  * when it settles (the in-process side of waking on commit, so a storm of callers costs one
@@ -36,15 +45,21 @@ export async function joinOrRun<T extends { replayed: boolean }>(
   id: string,
   waitMs: number,
   run: () => Promise<T>,
+  report: JoinerReport<T>,
 ): Promise<T> {
   const shared = running.get(id);
   if (shared) {
     const outcome = await join(shared, waitMs);
-    if (outcome === OUT_OF_TIME) throw new IdempotencyKeyInUseError(JOINER_RETRY_AFTER_MS);
+    if (outcome === OUT_OF_TIME) {
+      const refused = new IdempotencyKeyInUseError(JOINER_RETRY_AFTER_MS);
+      report.refused(refused);
+      throw refused;
+    }
     if (outcome) {
       // A copy, then the flag: `{ ...outcome, replayed }` would build a new hidden class.
       const replay = { ...outcome };
       replay.replayed = true;
+      report.replayed(replay);
       return replay;
     }
   }

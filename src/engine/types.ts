@@ -225,9 +225,9 @@ export type ChargeEngineOptions = {
    */
   groupCommit?: boolean;
   /**
-   * Receives every event (claimed, replayed, conflict, reused, adopted, cancelled, parked,
-   * requeued, resolved, lease_lost, provider_failed, swept, reaped) as it happens. Whatever it
-   * throws (or rejects with) is caught: a handler never breaks a charge.
+   * Receives every event (claimed, replayed, conflict, waiting, reused, adopted, cancelled,
+   * parked, requeued, resolved, lease_lost, provider_failed, swept, reaped) as it happens.
+   * Whatever it throws (or rejects with) is caught: a handler never breaks a charge.
    */
   onEvent?: (event: ChargeOnceEvent) => void;
   /**

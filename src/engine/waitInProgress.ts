@@ -30,8 +30,13 @@ export async function waitInProgress<T>(
     try {
       return await attempt();
     } catch (error) {
+      if (!(error instanceof IdempotencyKeyInUseError)) throw error;
       const left = deadline - env.clock.now();
-      if (!(error instanceof IdempotencyKeyInUseError) || left <= 0) throw error;
+      if (left <= 0) {
+        env.observer.event({ type: 'conflict', ...scoped, retryAfterMs: error.retryAfterMs });
+        throw error;
+      }
+      env.observer.event({ type: 'waiting', ...scoped, leftMs: left });
       const pools = await env.pools();
       if (pools.waiters && (await pools.waiters.listen())) {
         const { waiters } = pools;

@@ -14,6 +14,7 @@ import { HttpEdgeError } from './HttpEdgeError.js';
 import { negotiateErrorFormat } from './negotiateErrorFormat.js';
 import { chargeIdOfSegment } from './parseMovementBody.js';
 import { readIdempotencyKey } from './readIdempotencyKey.js';
+import { noteRefusedAtEdge, type RefusedOperation } from '../engine/refusedAtEdge.js';
 
 export type { ChargeEdgeEngine } from './edgeOperations.js';
 
@@ -51,12 +52,17 @@ export function createChargeEdge<Req>(
       problemTypeBase: config.problemTypeBase,
     };
     let bodyRead = false;
+    // The route's operation once known, and whether the engine was asked: a 400 refused before
+    // it was is the edge's own, counted with the engine's (`chargeonce.invalid_requests`).
+    let refusedOperation: RefusedOperation | null = null;
+    let engineAsked = false;
     try {
       // Everything a request can be refused for without its body is checked before the body
       // is read: a refusal costs no upload, and the key stays unused.
       const route = routeOf(request.path, request.beyondMount);
       if (route.kind === 'unknown') throw new HttpEdgeError('not_found', 404, NOT_FOUND_MESSAGE);
       const operation: EdgeOperation = EDGE_OPERATIONS[route.kind];
+      refusedOperation = operation.name;
       requireServed(engine, operation);
       if (request.method !== 'POST') {
         throw new HttpEdgeError('method_not_allowed', 405, 'Use POST.', { Allow: 'POST' });
@@ -84,7 +90,9 @@ export function createChargeEdge<Req>(
 
       const body = await request.readBody(config.maxBodyBytes);
       bodyRead = true;
-      const outcome = await operation.run(engine, call, body);
+      const parsed = operation.parse(call, body);
+      engineAsked = true;
+      const outcome = await operation.run(engine, call, parsed);
       return {
         status: outcome.httpStatus,
         // Only a replay says so: the first answer of a decline or a rejection is not one.
@@ -95,6 +103,9 @@ export function createChargeEdge<Req>(
       // The client hung up before its body was whole: nothing was asked of the engine, and
       // there is nobody left to answer.
       if (error instanceof ClientGoneError) return null;
+      if (error instanceof InvalidRequestError && !engineAsked && refusedOperation !== null) {
+        noteRefusedAtEdge(engine, refusedOperation);
+      }
       const answer = errorResponse(error, style);
       // Refused before its body was read: close rather than read (or drain) a body that
       // nobody will use, however long the client keeps sending.

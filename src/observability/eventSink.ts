@@ -22,7 +22,7 @@ type Level = keyof EventLogger;
 /**
  * The level an event is logged at: what needs a person (`parked`) is an error; what says a
  * client or a component misbehaves (`reused`, `lease_lost`, `provider_failed`) a warning; what
- * recovery did, info; the everyday path (claims, replays, 409s), debug.
+ * recovery did, info; the everyday path (claims, replays, 409s, waits), debug.
  */
 export function levelOf(event: ChargeOnceEvent): Level {
   switch (event.type) {
@@ -44,6 +44,7 @@ export function levelOf(event: ChargeOnceEvent): Level {
     case 'claimed':
     case 'replayed':
     case 'conflict':
+    case 'waiting':
       return 'debug';
   }
 }

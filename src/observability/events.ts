@@ -16,8 +16,17 @@ export type ChargeOnceEvent =
   | (EventKey & { type: 'claimed'; chargeId: string; from: StartingPoint; attempt: number })
   /** A completed key answered with its stored outcome. */
   | (EventKey & { type: 'replayed'; chargeId: string; status: string; httpStatus: number })
-  /** Another attempt holds the key (409). */
+  /**
+   * Another attempt holds the key, and the caller was refused (409): at once, or, with
+   * `inProgress: { waitMs }`, when its wait ran out.
+   */
   | (EventKey & { type: 'conflict'; retryAfterMs: number })
+  /**
+   * With `inProgress: { waitMs }`: the caller met the key in progress and waits for its outcome,
+   * `leftMs` more at most. A wait ends in the outcome (`replayed`, or the caller's own attempt
+   * when the holder gave the key up) or, when it runs out, a `conflict`.
+   */
+  | (EventKey & { type: 'waiting'; leftMs: number })
   /** The key was used for a different request (422); the fields that differ, by name. */
   | (EventKey & { type: 'reused'; differingFields: readonly string[] })
   /** A charge the provider had made under the key was found and recorded instead of charging. */

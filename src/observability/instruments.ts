@@ -139,6 +139,9 @@ export function createInstruments(meter: Meter): Instruments {
         case 'cancelled':
           cancelled.add(1, event.operation, byOperation(event.operation));
           return;
+        case 'waiting':
+          // A wait is not an outcome: it ends in a replay or a 409, each counted then.
+          return;
         case 'requeued':
         case 'resolved':
           adminActions.add(1, `${event.operation}\u0000${event.type}`, () => ({

@@ -40,11 +40,19 @@ export type Observer = {
    * its work is known to deserve one. Null without a tracer.
    */
   startSpan(name: string, attributes: Attributes, startTime?: number): Span | null;
+  /**
+   * Starts the span of one call (`chargeonce.process_charge`, …), as `startSpan`: the span that
+   * `annotate` writes to while it is active.
+   */
+  startCallSpan(name: string, attributes: Attributes): Span | null;
   /** Runs `work` with `span` active, so that the spans started inside it are its children. */
   within<T>(span: Span, work: () => Promise<T>): Promise<T>;
   /** Marks `span` as failed with `error`'s code (`error.type`, status ERROR); returns the code. */
   fail(span: Span, error: unknown): string;
-  /** Adds attributes to the active span (the charge's own, between its child spans). */
+  /**
+   * Adds attributes to the active span when it is a call's (the charge's own, between its child
+   * spans), and to no other: a sweep pass's span is not one charge's.
+   */
   annotate(attributes: Attributes): void;
   /** The instruments (no-op ones until an SDK is registered). */
   readonly instruments: Instruments | null;
@@ -93,6 +101,17 @@ export async function createObserver(options: {
     tracer && isTracing()
       ? tracer.startSpan(name, startTime === undefined ? { attributes } : { attributes, startTime })
       : null;
+  // The spans of calls, which `annotate` may write to.
+  const callSpans = new WeakSet<Span>();
+  let contextChecked = false;
+  const startCallSpan = (name: string, attributes: Attributes): Span | null => {
+    const span = startSpan(name, attributes);
+    if (span) {
+      callSpans.add(span);
+      if (!contextChecked && otel) contextChecked = warnWithoutContextManager(otel);
+    }
+    return span;
+  };
   // Without the API there is no context to carry the span in: its children become roots.
   const within = <T>(span: Span, work: () => Promise<T>): Promise<T> =>
     otel ? otel.context.with(otel.trace.setSpan(otel.context.active(), span), work) : work();
@@ -125,9 +144,12 @@ export async function createObserver(options: {
       instruments?.countEvent(event);
     },
     annotate(attributes) {
-      if (tracer) otel?.trace.getActiveSpan()?.setAttributes(attributes);
+      if (!tracer) return;
+      const active = otel?.trace.getActiveSpan();
+      if (active && callSpans.has(active)) active.setAttributes(attributes);
     },
     startSpan,
+    startCallSpan,
     within,
     fail,
     span(name, attributes, work) {
@@ -159,6 +181,29 @@ function tracingCheck(
   };
 }
 
+/**
+ * Says once, on `console.warn`, when no OpenTelemetry context manager carries the active span
+ * (an SDK registered the usual way brings one; a tracer passed in options may come without):
+ * then a call's child spans become roots, and the attributes set during a call (its recovery
+ * point, attempt, adopted) never reach its span. Returns true: checked.
+ */
+function warnWithoutContextManager(otel: typeof import('@opentelemetry/api')): boolean {
+  const probe = otel.trace.wrapSpanContext(otel.INVALID_SPAN_CONTEXT);
+  const carried = otel.context.with(
+    otel.trace.setSpan(otel.context.active(), probe),
+    () => otel.trace.getSpan(otel.context.active()) === probe,
+  );
+  if (!carried) {
+    console.warn(
+      'chargeonce: spans are recorded but no OpenTelemetry context manager is registered: ' +
+        "a call's child spans become roots and its span misses the attributes set during the " +
+        'call. Register one (the Node SDK does; or context.setGlobalContextManager(new ' +
+        'AsyncLocalStorageContextManager().enable()) from @opentelemetry/context-async-hooks).',
+    );
+  }
+  return true;
+}
+
 /** An observer that reports nothing: before the engine's is ready, and in tests of parts. */
 export const SILENT_OBSERVER: Observer = {
   instruments: null,
@@ -168,6 +213,7 @@ export const SILENT_OBSERVER: Observer = {
   annotate: () => {},
   span: (_name, _attributes, work) => work(null),
   startSpan: () => null,
+  startCallSpan: () => null,
   within: (_span, work) => work(),
   fail: (_span, error) => errorType(error),
 };

@@ -1,12 +1,14 @@
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import {
   createChargeEngine,
+  IdempotencyKeyInUseError,
   type ChargeEngineOptions,
   type ChargeOnceEvent,
 } from '../../src/index.js';
 import { createFakeProvider, type FakeProvider } from '../../src/testing/index.js';
 import { createTestDatabase, type TestDatabase } from '../support/testDatabase.js';
 import { aKey, aRequest, expireLease, seedInterruptedKey, waitFor } from '../support/charges.js';
+import { gatedProvider } from '../support/gatedProvider.js';
 
 // The typed events, as `onEvent` and a pino-compatible logger receive them.
 
@@ -73,6 +75,50 @@ describe('events', () => {
     expect(ofType('conflict')).toEqual([
       expect.objectContaining({ key, retryAfterMs: expect.any(Number) as number }),
     ]);
+  });
+
+  it('a caller that waits on a key in progress is a wait, then a 409 only if the wait runs out', async () => {
+    const { provider, open } = gatedProvider();
+    const holder = recording({ provider, inProgress: { waitMs: 20_000 } });
+    const waiter = recording({ provider, inProgress: { waitMs: 300 } });
+    const key = aKey();
+    const request = aRequest({ merchantId: 'm_events_wait' });
+    const held = holder.engine.processCharge(key, request);
+    await waitFor(() => Promise.resolve(holder.ofType('claimed').length === 1));
+
+    const refused = await waiter.engine.processCharge(key, request).catch((e: unknown) => e);
+    open();
+    await held;
+
+    expect(refused).toBeInstanceOf(IdempotencyKeyInUseError);
+    expect(waiter.ofType('waiting').length).toBeGreaterThanOrEqual(1);
+    expect(waiter.ofType('waiting')[0]).toMatchObject({
+      key,
+      leftMs: expect.any(Number) as number,
+    });
+    // One refusal, the one the caller got: not one for each look while it waited.
+    expect(waiter.ofType('conflict')).toEqual([
+      expect.objectContaining({ key, retryAfterMs: expect.any(Number) as number }),
+    ]);
+    await holder.engine.close();
+    await waiter.engine.close();
+  });
+
+  it('callers of one engine that share an attempt are each a replay, none a conflict', async () => {
+    const { engine, ofType } = recording({ inProgress: { waitMs: 5_000 } });
+    const key = aKey();
+    const request = aRequest({ merchantId: 'm_events_join' });
+
+    const outcomes = await Promise.all([1, 2, 3].map(() => engine.processCharge(key, request)));
+
+    expect(outcomes.filter((o) => o.replayed)).toHaveLength(2);
+    expect(ofType('claimed')).toHaveLength(1);
+    expect(ofType('replayed')).toEqual([
+      expect.objectContaining({ key, chargeId: outcomes[0]?.chargeId, httpStatus: 201 }),
+      expect.objectContaining({ key, chargeId: outcomes[0]?.chargeId, httpStatus: 201 }),
+    ]);
+    expect(ofType('conflict')).toHaveLength(0);
+    await engine.close();
   });
 
   it('a takeover that finds the charge adopts it; a transient provider failure is reported', async () => {

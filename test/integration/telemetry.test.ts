@@ -9,6 +9,7 @@ import {
 } from '@opentelemetry/sdk-trace-base';
 import { MeterProvider, type DataPoint, type MetricData } from '@opentelemetry/sdk-metrics';
 import { createChargeEngine, type ChargeEngineOptions } from '../../src/index.js';
+import { createFetchHandler } from '../../src/http/index.js';
 import { createFakeProvider } from '../../src/testing/index.js';
 import { OnDemandMetricReader } from '../../scripts/support/onDemandMetricReader.js';
 import { createTestDatabase, type TestDatabase } from '../support/testDatabase.js';
@@ -215,6 +216,51 @@ describe('OpenTelemetry', () => {
     expect(await sum('chargeonce.charges', { ...counted, 'chargeonce.replayed': true })).toBe(1);
   });
 
+  it('callers that waited on a shared attempt are counted as the replays they got, not as 409s', async () => {
+    const { engine } = engineWith({ inProgress: { waitMs: 5_000 } });
+    const key = aKey();
+
+    const outcomes = await Promise.all([1, 2, 3].map(() => engine.processCharge(key, aRequest())));
+
+    expect(outcomes.filter((o) => o.replayed)).toHaveLength(2);
+    expect(await sum('chargeonce.charges', { 'chargeonce.replayed': true })).toBe(2);
+    expect(await sum('chargeonce.replays')).toBe(2);
+    expect(await sum('chargeonce.conflicts')).toBe(0);
+    await engine.close();
+  });
+
+  it('a 400 is counted once, whether the HTTP edge refused it or the engine did', async () => {
+    const { engine } = engineWith();
+    const handler = createFetchHandler({ engine, authenticate: () => 'm_edge_400' });
+    const post = (path: string, key: string | null, body: string) =>
+      handler(
+        new Request(`http://shop.test${path}`, {
+          method: 'POST',
+          headers: {
+            'content-type': 'application/json',
+            ...(key === null ? {} : { 'idempotency-key': key }),
+          },
+          body,
+        }),
+      );
+    const charge = JSON.stringify({ customerId: 'c_1', amountMinor: 500, currency: 'NGN' });
+
+    const statuses = [
+      // The edge's own: no key, a body that is not JSON, a refund of a charge id that is none.
+      (await post('/charges', null, charge)).status,
+      (await post('/charges', aKey(), '{"amountMinor":')).status,
+      (await post('/charges/not%20an%20id/refunds', aKey(), '{"amountMinor":5}')).status,
+      // The engine's: the body is JSON, its amount is not one.
+      (await post('/charges', aKey(), charge.replace('500', '-5'))).status,
+      (await post('/charges', aKey(), charge)).status,
+    ];
+
+    expect(statuses).toEqual([400, 400, 400, 400, 201]);
+    expect(await sum('chargeonce.invalid_requests', { 'chargeonce.operation': 'charge' })).toBe(3);
+    expect(await sum('chargeonce.invalid_requests', { 'chargeonce.operation': 'refund' })).toBe(1);
+    await engine.close();
+  });
+
   it('a 409 and a 422 end their spans with the error code, and are counted', async () => {
     const { engine, provider } = engineWith({ leaseMs: 2_000, providerTimeoutMs: 300 });
     const used = aKey();
@@ -260,6 +306,69 @@ describe('OpenTelemetry', () => {
     expect(await sum('chargeonce.provider.failures', { 'chargeonce.failure': 'transient' })).toBe(
       1,
     );
+  });
+
+  it("a sweeper adoption: counted by who adopted; the pass span carries no one key's attributes", async () => {
+    const { engine, provider } = engineWith();
+    const merchantId = 'm_otel_sweep_adopt';
+    const key = aKey();
+    provider.failNext('failAfterCharge');
+    await engine.processCharge(key, aRequest({ merchantId })).catch(() => null);
+    await expireLease(db.pool, db.tables, merchantId, key);
+    spans.reset();
+
+    await engine.sweep();
+
+    const pass = only('chargeonce.sweep');
+    expect(pass.attributes['chargeonce.sweep.adopted']).toBeGreaterThanOrEqual(1);
+    expect(pass.attributes).not.toHaveProperty('chargeonce.adopted');
+    expect(pass.attributes).not.toHaveProperty('chargeonce.recovery_point');
+    expect(await sum('chargeonce.adoptions', { 'chargeonce.by': 'sweeper' })).toBe(1);
+  });
+
+  it('recovery started with the engine: its first pass is counted', async () => {
+    const merchantId = 'm_otel_recovery';
+    const key = aKey();
+    await seedInterruptedKey(db.pool, db.tables, key, aRequest({ merchantId }), 'started');
+    await expireLease(db.pool, db.tables, merchantId, key);
+    const { engine } = engineWith();
+    const stop = new AbortController();
+    const passes: number[] = [];
+
+    // At once, before anything else asked the engine for anything.
+    const loop = engine.startRecovery({
+      intervalMs: 60_000,
+      signal: stop.signal,
+      onPass: ({ swept }) => passes.push(swept.examined),
+    });
+    await waitFor(() => Promise.resolve(passes.length > 0));
+    stop.abort();
+    await loop;
+
+    expect(passes[0]).toBeGreaterThanOrEqual(1);
+    expect(named('chargeonce.sweep').length).toBeGreaterThanOrEqual(1);
+    expect(await sum('chargeonce.sweep.keys')).toBeGreaterThanOrEqual(1);
+    await engine.close();
+  });
+
+  it('warns once when spans are recorded with no context manager to carry them', async () => {
+    const warnings: unknown[] = [];
+    const warn = console.warn;
+    console.warn = (...args: unknown[]) => void warnings.push(args[0]);
+    context.disable();
+    try {
+      const { engine } = engineWith();
+      await engine.processCharge(aKey(), aRequest());
+      await engine.processCharge(aKey(), aRequest());
+      expect(warnings).toEqual([expect.stringContaining('no OpenTelemetry context manager')]);
+    } finally {
+      console.warn = warn;
+      context.setGlobalContextManager(contextManager.enable());
+    }
+    // With one registered, an engine says nothing.
+    const { engine } = engineWith();
+    await engine.processCharge(aKey(), aRequest());
+    expect(warnings).toHaveLength(1);
   });
 
   it('a sweeper cancel and a reap: their pass spans and counts; the unfinished-key gauges', async () => {

@@ -46,7 +46,7 @@ describe('the listener', () => {
 });
 
 describe('waiters woken on commit', () => {
-  it('a waiter in another process sleeps until the winner commits, then replays: one 409, no polling', async () => {
+  it('a waiter in another process sleeps until the winner commits, then replays: one look, no polling, no 409', async () => {
     const { provider, open, fake } = gatedProvider();
     const events: ChargeOnceEvent[] = [];
     // Two engines: the winner's, and the waiter's (as in another process).
@@ -81,7 +81,12 @@ describe('waiters woken on commit', () => {
 
     expect(won.replayed).toBe(false);
     expect(waited).toMatchObject({ replayed: true, body: won.body });
-    expect(events.filter((e) => e.type === 'conflict')).toHaveLength(1);
+    // The waiter looked once and waited (a poller would have looked again and again), was never
+    // refused, and read the outcome once woken.
+    const types = events.map((e) => e.type);
+    expect(types.filter((t) => t === 'waiting')).toHaveLength(1);
+    expect(types.filter((t) => t === 'conflict')).toHaveLength(0);
+    expect(types.filter((t) => t === 'replayed')).toHaveLength(1);
     expect(fake.ledger()).toHaveLength(1);
     // The winner's completion sent the wake-up, naming the key.
     await waitFor(() => Promise.resolve(heard.length > 0));
@@ -146,7 +151,7 @@ describe('waiters woken on commit', () => {
     await other.close();
   });
 
-  it('a storm on one key from two engines: one claim per engine, one mark, one outcome for all', async () => {
+  it('a storm on one key from two engines: one claim, one wait, one mark, one outcome for all', async () => {
     const { provider, open, fake } = gatedProvider();
     const events: ChargeOnceEvent[] = [];
     const engines = [0, 1].map(() =>
@@ -169,9 +174,12 @@ describe('waiters woken on commit', () => {
     expect(new Set(outcomes.map((o) => o.body)).size).toBe(1);
     expect(outcomes.filter((o) => !o.replayed)).toHaveLength(1);
     expect(fake.ledger()).toHaveLength(1);
-    // The callers of each engine joined its one attempt: one claim, one 409 (then one replay).
+    // The callers of each engine joined its one attempt: one claim, one wait (then one replay),
+    // and every other caller a replay of its engine's attempt; nobody was refused.
     expect(events.filter((e) => e.type === 'claimed')).toHaveLength(1);
-    expect(events.filter((e) => e.type === 'conflict')).toHaveLength(1);
+    expect(events.filter((e) => e.type === 'waiting')).toHaveLength(1);
+    expect(events.filter((e) => e.type === 'conflict')).toHaveLength(0);
+    expect(events.filter((e) => e.type === 'replayed')).toHaveLength(15);
     await Promise.all(engines.map((engine) => engine.close()));
   });
 
@@ -196,6 +204,8 @@ describe('waiters woken on commit', () => {
     expect(outcomes.filter((o) => !o.replayed)).toHaveLength(1);
     expect(new Set(outcomes.map((o) => o.body)).size).toBe(1);
     expect(events.filter((e) => e.type === 'claimed')).toHaveLength(1);
+    // Each caller that joined is a replay, reported as one (events, and so the metrics).
+    expect(events.filter((e) => e.type === 'replayed')).toHaveLength(11);
     expect(fake.ledger()).toHaveLength(1);
     // A different request under the key never joins: it is refused as always.
     expect(refused).toMatchObject({ code: 'idempotency_key_reused' });
