@@ -15,6 +15,7 @@ import { createFakeProvider } from '../../src/testing/index.js';
 import { failKey } from '../../src/store/failKey.js';
 import { createTestDatabase, type TestDatabase } from '../support/testDatabase.js';
 import { aKey, aRequest, seedAbandonedKeys, seedInterruptedKey } from '../support/charges.js';
+import { closedPortUrl } from '../support/closedPortUrl.js';
 
 let db: TestDatabase;
 let engine: ChargeEngine;
@@ -339,6 +340,155 @@ describe('list', () => {
       'base64url',
     );
     expect(await issuesOf({ limit: 5, cursor: forged })).toEqual(['cursor']);
+  });
+
+  /** The issues of a listing refused as bad input (it fails the test when not refused so). */
+  async function refusal(listing: ChargeEngine, options: Parameters<ChargeEngine['list']>[0]) {
+    const error = await listing.list(options).catch((e: unknown) => e);
+    expect(error).toBeInstanceOf(InvalidRequestError);
+    return (error as InvalidRequestError).issues;
+  }
+
+  it('refuses a cursor under other filters than it was taken with, before reading anything', async () => {
+    const merchantId = 'm_list_bound';
+    const seeds = await seedAbandonedKeys(db.pool, db.tables, 6, aRequest({ merchantId }));
+    await seedAbandonedKeys(db.pool, db.tables, 2, aRequest({ merchantId: 'm_list_bound_b' }));
+    await park(
+      merchantId,
+      seeds.slice(0, 3).map((s) => s.key),
+      'stuck',
+    );
+    await db.pool.query(sql.unsafe`
+      UPDATE ${db.tables.keys} SET created_at = now() - interval '2 hours'
+      WHERE merchant_id = ${merchantId}`);
+    const taken = { merchantId, point: 'failed', olderThan: 3_600_000 } as const;
+    const { nextCursor: cursor } = await engine.list({ ...taken, limit: 2 });
+    expect(cursor).not.toBe(null);
+    // An engine whose database is out of reach: a refusal from it read nothing.
+    const unreachable = createChargeEngine({
+      pool: await closedPortUrl(),
+      provider: createFakeProvider(),
+    });
+
+    try {
+      const others = [
+        { ...taken, point: 'completed' },
+        { merchantId, olderThan: taken.olderThan },
+        { ...taken, merchantId: 'm_list_bound_b' },
+        { point: taken.point, olderThan: taken.olderThan },
+        { ...taken, olderThan: 60_000 },
+        { merchantId, point: taken.point },
+        { ...taken, operation: 'charge' },
+      ] as const;
+      for (const filters of others) {
+        for (const listing of [engine, unreachable]) {
+          const issues = await refusal(listing, { ...filters, limit: 2, cursor });
+          expect(issues.map((issue) => issue.field)).toEqual(['cursor']);
+          expect(issues[0]!.message).toContain('belongs to a listing with other filters');
+        }
+      }
+      const pointAndMerchant = await refusal(engine, {
+        merchantId: 'm_list_bound_b',
+        point: 'reserved',
+        olderThan: taken.olderThan,
+        limit: 2,
+        cursor,
+      });
+      expect(pointAndMerchant[0]!.message).toContain('(point, merchantId)');
+      // A bad filter is named as such, not as a cursor of other filters.
+      expect(
+        (await refusal(engine, { ...taken, olderThan: -1, limit: 2, cursor })).map((i) => i.field),
+      ).toEqual(['olderThan']);
+    } finally {
+      await unreachable.close();
+    }
+  });
+
+  it('pages on under the same filters, whatever the limit, without repeating or skipping keys', async () => {
+    const merchantId = 'm_list_same';
+    const seeds = await seedAbandonedKeys(db.pool, db.tables, 7, aRequest({ merchantId }));
+    await seedAbandonedKeys(db.pool, db.tables, 2, aRequest({ merchantId }), 'payout');
+    // Three at the very same instant: ties are broken by key, across page boundaries too.
+    await db.pool.query(sql.unsafe`
+      UPDATE ${db.tables.keys} SET created_at = '2020-01-01T00:00:00.123456Z'::timestamptz
+      WHERE merchant_id = ${merchantId}
+        AND key = ANY(${sql.array(
+          seeds.slice(0, 3).map((s) => s.key),
+          'text',
+        )})`);
+    await park(
+      merchantId,
+      seeds.slice(1, 6).map((s) => s.key),
+      'stuck',
+    );
+    // Every filter set, each carried by the cursor.
+    const filters = {
+      merchantId,
+      operation: 'charge',
+      point: 'failed',
+      olderThan: 0,
+    } as const;
+
+    const whole = await engine.list({ ...filters, limit: 100 });
+    const keys: string[] = [];
+    let cursor: string | null = null;
+    for (const limit of [2, 1, 3, 2]) {
+      const page = await engine.list({ ...filters, limit, cursor });
+      keys.push(...page.keys.map((k) => k.key));
+      cursor = page.nextCursor;
+      if (cursor === null) break;
+    }
+
+    expect(whole.keys.map((k) => k.key).sort()).toEqual(
+      seeds
+        .slice(1, 6)
+        .map((s) => s.key)
+        .sort(),
+    );
+    expect(keys).toEqual(whole.keys.map((k) => k.key));
+    expect(cursor).toBe(null);
+  });
+
+  it('refuses a tampered cursor, and a cursor of the first form, which names no filters', async () => {
+    const merchantId = 'm_list_tamper';
+    await seedAbandonedKeys(db.pool, db.tables, 3, aRequest({ merchantId }));
+    const { nextCursor } = await engine.list({ merchantId, limit: 1 });
+    const cursor = nextCursor!;
+    const values = JSON.parse(Buffer.from(cursor, 'base64url').toString('utf8')) as unknown[];
+    const recoded = (changed: unknown) =>
+      Buffer.from(JSON.stringify(changed)).toString('base64url');
+    const at = (index: number, value: unknown) =>
+      recoded(values.map((v, i) => (i === index ? value : v)));
+    const fieldsOf = async (tampered: string) =>
+      (await refusal(engine, { merchantId, limit: 1, cursor: tampered })).map((i) => i.field);
+    // The first form: the position alone, as cursors were before they carried their filters.
+    const firstForm = recoded(values.slice(1, 5));
+
+    expect(values[2]).toBe(merchantId);
+    expect(await engine.list({ merchantId, limit: 1, cursor })).toMatchObject({
+      keys: [{ merchantId }],
+    });
+    for (const tampered of [
+      `${cursor.slice(0, -2)}!!`,
+      cursor.slice(0, 10),
+      at(0, 3),
+      at(1, 'yesterday'),
+      at(5, 'lost'),
+      at(6, -5),
+      at(7, 4),
+      recoded([...values, 'more']),
+      recoded({ after: values }),
+      '',
+    ]) {
+      expect(await fieldsOf(tampered)).toEqual(['cursor']);
+    }
+    // Scope says no merchant filter: refused under one, since it differs.
+    expect(
+      (await refusal(engine, { merchantId, limit: 1, cursor: at(7, 0) }))[0]!.message,
+    ).toContain('other filters (merchantId)');
+    const old = await refusal(engine, { merchantId, limit: 1, cursor: firstForm });
+    expect(old.map((i) => i.field)).toEqual(['cursor']);
+    expect(old[0]!.message).toContain('start the listing again without a cursor');
   });
 
   it('parked keys are listed through their own index, not by reading the table', async () => {
