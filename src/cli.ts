@@ -2,7 +2,6 @@
 import { adminCommand, ADMIN_COMMANDS, processOutput } from './cli/adminCommands.js';
 import { chaosCommand } from './cli/chaosCommand.js';
 import { conformanceCommand } from './cli/conformanceCommand.js';
-import { describeError } from './cli/describeError.js';
 import { packageVersion } from './cli/packageVersion.js';
 import { parseCommandArgs, UsageError } from './cli/parseCommandArgs.js';
 import {
@@ -11,6 +10,7 @@ import {
   sweepCommand,
   type RecoveryCommandOptions,
 } from './cli/recoveryCommands.js';
+import { renderError, wantsJson } from './cli/reportError.js';
 
 const USAGE = `Usage: chargeonce <command> [options]
 
@@ -24,8 +24,8 @@ Commands:
            history, audit trail (needs --merchant and --key)
   list     keys page by page, filtered by --point, --merchant, --older-than-ms
   resolve  complete a key parked in failed with what the provider says (audited)
-  requeue  put a key parked in failed back for the sweeper (needs --merchant and --key);
-           exits 1 when no failed key matched
+  requeue  put a key parked in failed back for the sweeper (needs --merchant, --key,
+           --actor and --reason; audited); exits 1 when no failed key matched
            (options of these five: chargeonce <command> --help)
   chaos    charge through crashes, kills and provider faults, then reconcile
            (options: chargeonce chaos --help)
@@ -95,10 +95,14 @@ async function main(argv: string[]): Promise<number> {
     { allowPositionals: true },
   );
   if (values.version) {
-    print(packageVersion());
+    print(values.json ? JSON.stringify({ version: packageVersion() }) : packageVersion());
     return 0;
   }
   const command = positionals[0];
+  if (values.json && !values.help && !command) {
+    process.stderr.write(renderError(new UsageError('no command given', undefined), true));
+    return 2;
+  }
   if (values.help || !command) {
     process.stdout.write(USAGE);
     return command || values.help ? 0 : 2;
@@ -138,22 +142,23 @@ async function main(argv: string[]): Promise<number> {
       await statusCommand(options, print);
       return 0;
     default:
-      process.stderr.write(`Unknown command: ${command}\n\n${USAGE}`);
+      process.stderr.write(
+        values.json
+          ? renderError(new UsageError(`unknown command ${command}`, undefined), true)
+          : `Unknown command: ${command}\n\n${USAGE}`,
+      );
       return 2;
   }
 }
 
-main(process.argv.slice(2)).then(
+const argv = process.argv.slice(2);
+main(argv).then(
   (code) => {
     process.exitCode = code;
   },
   (error: unknown) => {
-    if (error instanceof UsageError) {
-      process.stderr.write(`chargeonce: ${error.message}\nRun '${error.helpCommand}' for usage.\n`);
-    } else {
-      // The whole cause chain: "store_unavailable" alone does not say which address refused.
-      process.stderr.write(`chargeonce: ${describeError(error).join('\n')}\n`);
-    }
+    // Under --json one JSON object, an error in the options themselves included.
+    process.stderr.write(renderError(error, wantsJson(argv)));
     process.exitCode = 1;
   },
 );

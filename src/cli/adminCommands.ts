@@ -3,6 +3,7 @@ import type { ChargeHooks } from '../engine/types.js';
 import type { PaymentProvider } from '../provider/PaymentProvider.js';
 import { RECOVERY_POINTS, type RecoveryPoint } from '../store/keyState.js';
 import { migrate } from '../store/migrate.js';
+import { MAX_PAGE_SIZE } from '../admin/listKeys.js';
 import type { KeySummary, ResolveInput, ResolveResult } from '../admin/types.js';
 import { renderInspection, renderKeyList, type Rendering } from './adminRender.js';
 import { ADMIN_USAGE } from './adminUsage.js';
@@ -173,14 +174,38 @@ function target(values: Values, command: AdminCommand) {
   };
 }
 
-function integerOption(value: string | undefined, option: string, command: AdminCommand) {
+/**
+ * An integer option checked as the engine checks it (`rule`), refused before anything runs with
+ * the rule's own words (`--limit must be an integer from 1 to 1000, got 0`).
+ */
+function integerOption(
+  values: Values,
+  option: 'limit' | 'older-than-ms',
+  command: AdminCommand,
+  rule: { min: number; max: number; says: string },
+): number | undefined {
+  const value = values[option];
   if (value === undefined) return undefined;
   const n = Number(value);
-  if (value.trim() === '' || !Number.isSafeInteger(n) || n < 0) {
-    throw new UsageError(`--${option} must be a non-negative integer`, command);
+  if (value.trim() === '' || !Number.isSafeInteger(n) || n < rule.min || n > rule.max) {
+    throw new UsageError(`--${option} must be ${rule.says}, got ${value}`, command);
   }
   return n;
 }
+
+/** `list --limit`: a page size `engine.list` takes. */
+const LIMIT_RULE = {
+  min: 1,
+  max: MAX_PAGE_SIZE,
+  says: `an integer from 1 to ${MAX_PAGE_SIZE}`,
+};
+
+/** `list --older-than-ms`: an age `engine.list` takes (`olderThan`). */
+const OLDER_THAN_RULE = {
+  min: 0,
+  max: Number.MAX_SAFE_INTEGER,
+  says: 'a non-negative integer of milliseconds',
+};
 
 async function inspect(engine: ChargeEngine, values: Values, output: AdminOutput) {
   const t = target(values, 'inspect');
@@ -199,8 +224,8 @@ async function list(engine: ChargeEngine, values: Values, output: AdminOutput) {
   if (point !== undefined && !(RECOVERY_POINTS as readonly string[]).includes(point)) {
     throw new UsageError(`--point must be one of ${RECOVERY_POINTS.join(', ')}`, 'list');
   }
-  const olderThan = integerOption(values['older-than-ms'], 'older-than-ms', 'list');
-  const limit = integerOption(values.limit, 'limit', 'list') ?? DEFAULT_LIMIT;
+  const olderThan = integerOption(values, 'older-than-ms', 'list', OLDER_THAN_RULE);
+  const limit = integerOption(values, 'limit', 'list', LIMIT_RULE) ?? DEFAULT_LIMIT;
   const options = {
     limit,
     ...(point === undefined ? {} : { point: point as RecoveryPoint }),
@@ -288,10 +313,11 @@ function describeResolved(result: ResolveResult): string {
 
 async function requeue(engine: ChargeEngine, values: Values, output: AdminOutput) {
   const t = target(values, 'requeue');
+  // The library lets a caller requeue without them; a person at the command line says who and why.
   const requeued = await engine.requeue({
     ...t,
-    ...(values.actor === undefined ? {} : { actor: values.actor }),
-    ...(values.reason === undefined ? {} : { reason: values.reason }),
+    actor: required(values, 'actor', 'requeue'),
+    reason: required(values, 'reason', 'requeue'),
   });
   const what = describeTarget(t);
   if (values.json) output.print(JSON.stringify({ requeued }));

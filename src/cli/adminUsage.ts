@@ -68,15 +68,15 @@ ${TARGET}
   --no-hooks               resolve without running any hook (instead of --provider)
 ${COMMON}
 `,
-  requeue: `Usage: chargeonce requeue --merchant ID --key KEY [options]
+  requeue: `Usage: chargeonce requeue --merchant ID --key KEY --actor WHO --reason WHY [options]
 
 Puts a key parked in failed back for the sweeper (its attempts counted afresh). Exits 1 when no
-failed key matched. Audited, with who and why when given.
+failed key matched. Audited: who requeued it and why are stored with it.
 
 Options:
 ${TARGET}
-  --actor WHO              who requeues it (stored)
-  --reason WHY             why (stored)
+  --actor WHO              who requeues it (required; stored)
+  --reason WHY             why: what was fixed, a ticket (required; stored)
 ${COMMON}
 `,
 } as const;

@@ -21,6 +21,10 @@ type Options = NonNullable<ParseArgsConfig['options']>;
  * `parseArgs`, strict, whose refusals say in plain words what was wrong ("unknown option
  * --verbose") instead of the parser's text. Every command parses its arguments with it.
  *
+ * A negative number after an option that takes a value is its value (`--limit -5`), for the
+ * command to refuse with what the value must be; any other value starting with a dash is written
+ * `--option=VALUE`.
+ *
  * @param how.command the command whose options these are, named in the usage hint
  * (`chargeonce <command> --help`); none for the top level
  * @param how.allowPositionals whether bare arguments are taken (the top level's command name)
@@ -32,12 +36,48 @@ export function parseCommandArgs<T extends Options>(
   how: { command?: string; allowPositionals?: boolean } = {},
 ) {
   const allowPositionals = how.allowPositionals ?? false;
+  const taken = negativeNumbersAsValues(args, options);
   try {
-    return parseArgs({ args, options, strict: true, allowPositionals });
+    return parseArgs({ args: taken, options, strict: true, allowPositionals });
   } catch (error) {
     if (!isParseArgsError(error)) throw error;
-    throw new UsageError(describe(error, args, options, allowPositionals), how.command);
+    throw new UsageError(describe(error, taken, options, allowPositionals), how.command);
   }
+}
+
+/** `-5`, `-0.5`, `-1e3`: a number below zero, as a person would type it. */
+const NEGATIVE_NUMBER = /^-(?:\d+\.?\d*|\.\d+)(?:e[+-]?\d+)?$/i;
+
+/**
+ * `args` with a negative number after a string option joined to it (`--limit -5` becomes
+ * `--limit=-5`): no option is a digit, so `-5` can only be the value, and the command's own check
+ * then says what the value must be instead of the parser asking for one.
+ */
+function negativeNumbersAsValues(args: string[], options: Options): string[] {
+  if (Object.values(options).some((option) => /^\d$/.test(option.short ?? ''))) return args;
+  const { tokens } = parseArgs({
+    args,
+    options,
+    strict: false,
+    allowPositionals: true,
+    tokens: true,
+  });
+  const taken = [...args];
+  // From the last, so that joining two arguments leaves the indexes before it as they were.
+  for (const token of tokens.reverse()) {
+    if (
+      token.kind === 'option' &&
+      Object.hasOwn(options, token.name) &&
+      options[token.name]?.type === 'string' &&
+      !token.inlineValue &&
+      token.value !== undefined &&
+      args[token.index] === token.rawName &&
+      NEGATIVE_NUMBER.test(token.value)
+    ) {
+      taken.splice(token.index, 2, `--${token.name}=${token.value}`);
+    }
+  }
+  return taken;
 }
 
 function isParseArgsError(error: unknown): error is Error & { code: string } {

@@ -3,7 +3,11 @@ import { promisify } from 'node:util';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { sql } from 'slonik';
 import { z } from 'zod';
-import { createTestDatabase, type TestDatabase } from '../support/testDatabase.js';
+import {
+  createEmptyDatabase,
+  createTestDatabase,
+  type TestDatabase,
+} from '../support/testDatabase.js';
 import { aRequest, seedAbandonedKeys } from '../support/charges.js';
 import { closedPortUrl } from '../support/closedPortUrl.js';
 
@@ -155,6 +159,10 @@ describe('chargeonce command', () => {
         merchantId,
         '--key',
         parked!.key,
+        '--actor',
+        'ops',
+        '--reason',
+        'provider fixed',
         ...extra,
       );
 
@@ -188,5 +196,74 @@ describe('chargeonce command', () => {
     expect(error.stderr).toContain('store_unavailable');
     expect(error.stderr).toMatch(/caused by: .*ECONNREFUSED/);
     expect(error.stderr).toContain(new URL(url).port);
+  });
+
+  it('--json: an error is one JSON object on stderr, its causes included, with the same exit code', async () => {
+    const url = await closedPortUrl();
+    const error = (await cli('status', '--database-url', url, '--json').catch(
+      (e: unknown) => e,
+    )) as {
+      code: number;
+      stdout: string;
+      stderr: string;
+    };
+
+    expect(error.code).toBe(1);
+    expect(error.stdout).toBe('');
+    expect(error.stderr.trimEnd().split('\n')).toHaveLength(1);
+    const { error: reported } = JSON.parse(error.stderr) as {
+      error: { code: string; message: string; causes: Array<{ code?: string; message: string }> };
+    };
+    expect(reported).toMatchObject({
+      code: 'store_unavailable',
+      message: 'The idempotency store is unavailable.',
+    });
+    expect(reported.causes.map((cause) => cause.message).join('\n')).toContain(new URL(url).port);
+    expect(reported.causes.some((cause) => cause.message.includes('ECONNREFUSED'))).toBe(true);
+  });
+
+  it('an unmigrated --schema: says to run chargeonce migrate with that --schema, which fixes it', async () => {
+    const status = (...extra: string[]) =>
+      cli('status', '--database-url', db.url, '--schema', 'nosuch', ...extra).catch(
+        (e: unknown) => e as { code: number; stdout: string; stderr: string },
+      );
+
+    const plain = await status();
+    const json = await status('--json');
+
+    expect(plain).toMatchObject({ code: 1, stdout: '' });
+    expect(plain.stderr).toContain(
+      `chargeonce: schema_not_migrated: The database is not migrated: chargeonce's tables or functions are missing from schema "nosuch". Run 'chargeonce migrate --schema nosuch' on this database first.`,
+    );
+    expect(plain.stderr).not.toContain('migrate(pool');
+    expect(json).toMatchObject({ code: 1, stdout: '' });
+    expect(JSON.parse(json.stderr)).toMatchObject({
+      error: {
+        code: 'schema_not_migrated',
+        schema: 'nosuch',
+        message: `The database is not migrated: chargeonce's tables or functions are missing from schema "nosuch". Run 'chargeonce migrate --schema nosuch' on this database first.`,
+      },
+    });
+
+    await cli('migrate', '--database-url', db.url, '--schema', 'nosuch');
+    const migrated = await status('--json');
+    expect(JSON.parse(migrated.stdout)).toMatchObject({ byRecoveryPoint: { failed: 0 } });
+  });
+
+  it("an unmigrated database in the default schema: says to run 'chargeonce migrate'", async () => {
+    const empty = await createEmptyDatabase();
+    try {
+      const error = (await cli('status', '--database-url', empty.url).catch((e: unknown) => e)) as {
+        code: number;
+        stderr: string;
+      };
+
+      expect(error.code).toBe(1);
+      expect(error.stderr).toContain(
+        `from schema "chargeonce". Run 'chargeonce migrate' on this database first.`,
+      );
+    } finally {
+      await empty.drop();
+    }
   });
 });

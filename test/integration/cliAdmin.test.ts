@@ -264,6 +264,116 @@ describe('chargeonce inspect, list, resolve, requeue', () => {
     ]);
   });
 
+  it('list: --limit and --older-than-ms are refused by the rule the engine applies, in its words', async () => {
+    const refusal = (message: string) =>
+      `chargeonce: ${message}\nRun 'chargeonce list --help' for usage.\n`;
+    const list = (...extra: string[]) => cli('list', '--merchant', 'm_cli_list_rules', ...extra);
+
+    const refused = await Promise.all([
+      list('--limit', '0'),
+      list('--limit', '1001'),
+      list('--limit', 'abc'),
+      list('--older-than-ms', '-5'),
+      list('--older-than-ms=-5'),
+      list('--older-than-ms', '1.5'),
+    ]);
+    const taken = await Promise.all([
+      list('--limit', '1', '--older-than-ms', '0'),
+      list('--limit', '1000'),
+    ]);
+
+    expect(refused.map(({ code, stdout }) => ({ code, stdout }))).toEqual(
+      refused.map(() => ({ code: 1, stdout: '' })),
+    );
+    expect(refused.map((result) => result.stderr)).toEqual([
+      refusal('--limit must be an integer from 1 to 1000, got 0'),
+      refusal('--limit must be an integer from 1 to 1000, got 1001'),
+      refusal('--limit must be an integer from 1 to 1000, got abc'),
+      refusal('--older-than-ms must be a non-negative integer of milliseconds, got -5'),
+      refusal('--older-than-ms must be a non-negative integer of milliseconds, got -5'),
+      refusal('--older-than-ms must be a non-negative integer of milliseconds, got 1.5'),
+    ]);
+    expect(taken).toMatchObject([
+      { code: 0, stderr: '' },
+      { code: 0, stderr: '' },
+    ]);
+  });
+
+  it('resolve --json: an engine refusal is one JSON object on stderr, with its fields', async () => {
+    const merchantId = 'm_cli_resolve_json';
+    const [seed] = await parkedKeys(merchantId, 1);
+    const base = ['resolve', '--merchant', merchantId, '--key', seed!.key, '--no-hooks'];
+
+    const invalid = await cli(
+      ...base,
+      '--outcome',
+      'succeeded',
+      '--actor',
+      'a',
+      '--reason',
+      'r',
+      '--json',
+    );
+    const noActor = await cli(...base, '--outcome', 'cancelled', '--reason', 'r', '--json');
+
+    expect(invalid).toMatchObject({ code: 1, stdout: '' });
+    expect(invalid.stderr.trimEnd().split('\n')).toHaveLength(1);
+    expect(JSON.parse(invalid.stderr)).toEqual({
+      error: {
+        code: 'invalid_request',
+        message: 'Invalid request: providerChargeId: is required',
+        issues: [{ field: 'providerChargeId', message: 'is required' }],
+      },
+    });
+    expect(noActor).toMatchObject({ code: 1, stdout: '' });
+    expect(JSON.parse(noActor.stderr)).toEqual({
+      error: {
+        code: 'usage',
+        message: 'resolve needs --actor',
+        help: 'chargeonce resolve --help',
+      },
+    });
+  });
+
+  it('requeue: refused without --actor or --reason, nothing written; its help says both are required', async () => {
+    const merchantId = 'm_cli_requeue_needs_who';
+    const [seed] = await parkedKeys(merchantId, 1);
+    const base = ['requeue', '--merchant', merchantId, '--key', seed!.key];
+
+    const noActor = await cli(...base, '--reason', 'provider is back');
+    const noReason = await cli(...base, '--actor', 'grace');
+    const neither = await cli(...base, '--json');
+    const emptyActor = await cli(...base, '--actor', '', '--reason', 'provider is back');
+    const help = await cli('requeue', '--help');
+
+    expect(noActor).toMatchObject({
+      code: 1,
+      stdout: '',
+      stderr: "chargeonce: requeue needs --actor\nRun 'chargeonce requeue --help' for usage.\n",
+    });
+    expect(noReason).toMatchObject({
+      code: 1,
+      stdout: '',
+      stderr: "chargeonce: requeue needs --reason\nRun 'chargeonce requeue --help' for usage.\n",
+    });
+    expect(neither).toMatchObject({ code: 1, stdout: '' });
+    expect(JSON.parse(neither.stderr)).toEqual({
+      error: { code: 'usage', message: 'requeue needs --actor', help: 'chargeonce requeue --help' },
+    });
+    expect(emptyActor).toMatchObject({ code: 1, stdout: '' });
+    const inspected = JSON.parse(
+      (await cli('inspect', '--merchant', merchantId, '--key', seed!.key, '--json')).stdout,
+    ) as KeyInspection;
+    expect(inspected.recoveryPoint).toBe('failed');
+    expect(inspected.audit).toEqual([]);
+    expect(help.stdout).toMatch(
+      /^Usage: chargeonce requeue --merchant ID --key KEY --actor WHO --reason WHY/,
+    );
+    expect(help.stdout).toMatch(/--actor WHO +who requeues it \(required; stored\)/);
+    expect(help.stdout).toMatch(/--reason WHY +.*\(required; stored\)/);
+    expect(help.stdout).not.toContain('when given');
+  });
+
   it('refuses an option the command does not take, and prints each command its help', async () => {
     const wrong = await cli('inspect', '--merchant', 'm', '--key', 'k', '--point', 'failed');
     const help = await cli('list', '--help');

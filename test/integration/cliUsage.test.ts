@@ -23,6 +23,13 @@ describe('chargeonce command line', () => {
     expect(result).toMatchObject({ code: 0, stdout: `${version}\n`, stderr: '' });
   });
 
+  it.each(['--version', '-v'])('%s --json prints the version as a JSON object', async (flag) => {
+    const result = await cli(flag, '--json');
+    expect(result).toMatchObject({ code: 0, stderr: '' });
+    expect(JSON.parse(result.stdout)).toEqual({ version });
+    expect(result.stdout).toBe(`${JSON.stringify({ version })}\n`);
+  });
+
   it.each(['--help', '-h'])('%s prints the usage and exits 0', async (flag) => {
     const result = await cli(flag);
     expect(result.code).toBe(0);
@@ -50,5 +57,51 @@ describe('chargeonce command line', () => {
     expect(result.code).toBe(1);
     expect(result.stdout).toBe('');
     expect(result.stderr).toBe(`chargeonce: ${message}\nRun '${help}' for usage.\n`);
+  });
+
+  it.each([
+    [['--bogus', '--json'], 'unknown option --bogus', 'chargeonce --help'],
+    [
+      ['status', '--json', '--limit'],
+      'option --limit needs a value (--limit=VALUE for one that starts with a dash)',
+      'chargeonce --help',
+    ],
+    [
+      ['list', '--json', '--point'],
+      'option --point needs a value (--point=VALUE for one that starts with a dash)',
+      'chargeonce list --help',
+    ],
+    [['list', '--json'], '--database-url (or DATABASE_URL) is required', 'chargeonce list --help'],
+    [
+      ['chaos', '--json', '--charges-count', '5'],
+      'unknown option --charges-count',
+      'chargeonce chaos --help',
+    ],
+  ])('%j: under --json, one JSON object on stderr and exit 1', async (args, message, help) => {
+    const result = await cli(...args);
+    expect(result.code).toBe(1);
+    expect(result.stdout).toBe('');
+    expect(result.stderr).toBe(`${JSON.stringify({ error: { code: 'usage', message, help } })}\n`);
+  });
+
+  it('under --json, no command or an unknown one is a JSON error and exit 2', async () => {
+    const none = await cli('--json');
+    const unknown = await cli('explode', '--json', '--database-url', 'postgres://127.0.0.1:1/x');
+
+    expect(none).toMatchObject({ code: 2, stdout: '' });
+    expect(JSON.parse(none.stderr)).toEqual({
+      error: { code: 'usage', message: 'no command given', help: 'chargeonce --help' },
+    });
+    expect(unknown).toMatchObject({ code: 2, stdout: '' });
+    expect(JSON.parse(unknown.stderr)).toEqual({
+      error: { code: 'usage', message: 'unknown command explode', help: 'chargeonce --help' },
+    });
+  });
+
+  it("a negative number after an option is its value, refused by the option's own rule", async () => {
+    const result = await cli('reap', '--database-url', 'postgres://127.0.0.1:1/x', '--limit', '-5');
+
+    expect(result.code).toBe(1);
+    expect(result.stderr).toBe('chargeonce: --limit must be a non-negative integer\n');
   });
 });
