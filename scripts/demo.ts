@@ -1,6 +1,7 @@
 // The chargeonce story in one run: a charge, a lost response and its retry, a double tap, a
 // reused key, a decline. Prints what each step returned and what the provider saw, then runs a
-// short chaos experiment (worker processes killed, crashes, provider faults) and reconciles it.
+// short chaos experiment (worker processes killed, crashes, provider faults) and reconciles it,
+// and ends with a short summary of what the engine's OpenTelemetry instruments counted.
 // Exits non-zero if any provider key was charged more than once, or the chaos run found anything.
 import { randomUUID } from 'node:crypto';
 import {
@@ -106,8 +107,6 @@ try {
   }
   const doubles = [...perKey.entries()].filter(([, n]) => n > 1);
   console.log(`  real charges:       ${provider.ledger().length} for ${perKey.size} operations`);
-  console.log('\nWhat chargeonce counted (its OpenTelemetry instruments)');
-  for (const line of await metrics.summarize()) console.log(`  ${line}`);
   if (doubles.length > 0) {
     console.error(`\nDOUBLE CHARGE: ${doubles.length} provider keys were charged more than once`);
     process.exitCode = 1;
@@ -129,6 +128,10 @@ try {
   }).finally(() => bar?.clear());
   for (const line of renderChaosReport(report)) console.log(`  ${line}`.trimEnd());
   if (!report.ok) process.exitCode = 1;
+
+  // Last: the summary, read from this engine's instruments (the chaos run's engines are its own).
+  console.log('\nWhat chargeonce counted in steps 1-6 (its OpenTelemetry instruments)');
+  for (const line of await metrics.summarize()) console.log(`  ${line}`);
 } finally {
   await pool.end();
   await database.stop();

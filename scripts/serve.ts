@@ -5,11 +5,13 @@
 //   PROVIDER_FAULTS=decline=0.3,errorAfterCharge=0.2 npm run serve
 //
 // PROVIDER_FAULTS sets the fake provider's fault rates (see FAKE_SERVER_FAULTS), so declines
-// and 503s can be tried by hand too. Ctrl-C stops everything; a second Ctrl-C forces it.
+// and 503s can be tried by hand too. The sweeper and reaper run in the process, as in a
+// production service, so keys left unfinished get finished. Ctrl-C stops everything; a second
+// Ctrl-C forces it.
 import { createServer, type IncomingMessage } from 'node:http';
 import type { AddressInfo } from 'node:net';
 import { randomUUID } from 'node:crypto';
-import { createChargeEngine, createEnginePool, migrate } from '../src/index.js';
+import { createChargeEngine, createEnginePool, migrate, type SweepResult } from '../src/index.js';
 import { createChargeHandler } from '../src/http/index.js';
 import {
   createHttpProvider,
@@ -50,6 +52,20 @@ function providerRates(text: string | undefined): Partial<FakeServerRates> {
   return rates;
 }
 
+/** Pause between recovery passes (jittered ±25% by the loop). */
+const RECOVERY_INTERVAL_MS = 10_000;
+/** How long after its lease ended an unfinished key is the sweeper's (the engine's default). */
+const SWEEP_GRACE_MS = 30_000;
+
+/** What a recovery pass did, in a line, or null when it did nothing. */
+function describePass(swept: SweepResult, reaped: number): string | null {
+  if (swept.examined === 0 && reaped === 0) return null;
+  const done = Object.entries(swept)
+    .filter(([kind, count]) => kind !== 'examined' && count > 0)
+    .map(([kind, count]) => `${count} ${kind}`);
+  return `recovery: swept ${swept.examined} key(s)${done.length > 0 ? ` (${done.join(', ')})` : ''}, reaped ${reaped}`;
+}
+
 const port = Number(process.env.PORT ?? 3000);
 const database = await startDatabase();
 const pool = await createEnginePool(database.url);
@@ -63,6 +79,7 @@ const meterProvider = new MeterProvider({ readers: [prometheus] });
 const engine = createChargeEngine({
   pool,
   provider: createHttpProvider({ baseUrl: providerServer.url }),
+  sweepGraceMs: SWEEP_GRACE_MS,
   telemetry: { meter: meterProvider.getMeter('chargeonce') },
 });
 const chargeHandler = createChargeHandler(engine, { authenticate });
@@ -84,6 +101,18 @@ const server = createServer((req, res) => {
 await new Promise<void>((resolve, reject) => {
   server.once('error', reject);
   server.listen(port, '127.0.0.1', () => resolve());
+});
+
+// The sweeper and reaper, on this engine: their counts are on the same /metrics.
+const recoveryStop = new AbortController();
+const recovery = engine.startRecovery({
+  intervalMs: RECOVERY_INTERVAL_MS,
+  signal: recoveryStop.signal,
+  onError: (error) => console.error('recovery pass failed (the next one retries):', error),
+  onPass: ({ swept, reaped }) => {
+    const line = describePass(swept, reaped);
+    if (line) console.log(line);
+  },
 });
 
 // PORT=0 picks a free port: print the one the server got.
@@ -110,6 +139,7 @@ What the provider really charged:
 chargeonce's metrics, as Prometheus scrapes them:
   curl ${api}/metrics
 
+Recovery: the sweeper and reaper run every ${RECOVERY_INTERVAL_MS / 1000} s (±25%); the sweeper finishes keys whose lease ended over ${SWEEP_GRACE_MS / 1000} s ago.
 Ctrl-C to stop.`);
 
 let stopping: Promise<void> | undefined;
@@ -122,6 +152,9 @@ const stop = (signal: NodeJS.Signals) =>
       server.closeIdleConnections();
     });
     try {
+      // The pass under way finishes (it may be asking the provider), then the loop ends.
+      recoveryStop.abort();
+      await recovery;
       await providerServer.close();
       await meterProvider.shutdown();
       await engine.close();

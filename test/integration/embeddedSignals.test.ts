@@ -96,6 +96,8 @@ describe('embedded PostgreSQL ends with the program', () => {
     const tmp = await privateTmp();
     const run = start('npm', ['run', 'serve'], tmp, true);
     await until(() => run.output().includes('Ctrl-C to stop'), 'served', run);
+    // The recovery workers run on the engine (and stop with it below).
+    expect(run.output()).toMatch(/the sweeper and reaper run every \d+ s/);
     // While it runs: a charge, then the engine's instruments as Prometheus scrapes them.
     const api = /payment API on (http:\/\/\S+)/.exec(run.output())?.[1];
     const charged = await fetch(`${String(api)}/charges`, {
