@@ -55,13 +55,7 @@ const NEGATIVE_NUMBER = /^-(?:\d+\.?\d*|\.\d+)(?:e[+-]?\d+)?$/i;
  */
 function negativeNumbersAsValues(args: string[], options: Options): string[] {
   if (Object.values(options).some((option) => /^\d$/.test(option.short ?? ''))) return args;
-  const { tokens } = parseArgs({
-    args,
-    options,
-    strict: false,
-    allowPositionals: true,
-    tokens: true,
-  });
+  const tokens = tokensOf(args, options);
   const taken = [...args];
   // From the last, so that joining two arguments leaves the indexes before it as they were.
   for (const token of tokens.reverse()) {
@@ -80,6 +74,11 @@ function negativeNumbersAsValues(args: string[], options: Options): string[] {
   return taken;
 }
 
+/** How the parser reads `args`, leniently: every option, value and positional as a token. */
+function tokensOf(args: string[], options: Options) {
+  return parseArgs({ args, options, strict: false, allowPositionals: true, tokens: true }).tokens;
+}
+
 function isParseArgsError(error: unknown): error is Error & { code: string } {
   const code = (error as { code?: unknown } | null)?.code;
   return error instanceof Error && typeof code === 'string' && code.startsWith('ERR_PARSE_ARGS_');
@@ -87,13 +86,7 @@ function isParseArgsError(error: unknown): error is Error & { code: string } {
 
 /** The first thing wrong with `args`, found again on the parser's tokens. */
 function describe(error: Error, args: string[], options: Options, allowPositionals: boolean) {
-  const { tokens } = parseArgs({
-    args,
-    options,
-    strict: false,
-    allowPositionals: true,
-    tokens: true,
-  });
+  const tokens = tokensOf(args, options);
   for (const token of tokens) {
     if (token.kind === 'positional' && !allowPositionals) {
       return `unexpected argument '${token.value}'`;

@@ -253,6 +253,16 @@ export function createChargeEngine(options: ChargeEngineOptions): ChargeEngine {
     }
   };
 
+  // Recovery passes wait for the observer, as the first calls do: none goes uncounted.
+  const sweepObserved = async (sweepOptions?: SweepOptions): Promise<SweepResult> => {
+    if (!observing) await observerReady;
+    return sweep(env, recovery, sweepOptions);
+  };
+  const reapObserved = async (reapOptions?: ReapOptions): Promise<number> => {
+    if (!observing) await observerReady;
+    return reap(env, reapOptions);
+  };
+
   const engine: ChargeEngine = {
     // Not an async function: one returning the attempt's promise would cost every charge a
     // promise and two turns of the microtask queue to adopt it. Invalid input still rejects.
@@ -290,14 +300,8 @@ export function createChargeEngine(options: ChargeEngineOptions): ChargeEngine {
         providerCaptureId: outcome.providerMovementId,
       };
     },
-    sweep: async (sweepOptions) => {
-      if (!observing) await observerReady;
-      return sweep(env, recovery, sweepOptions);
-    },
-    reap: async (reapOptions) => {
-      if (!observing) await observerReady;
-      return reap(env, reapOptions);
-    },
+    sweep: sweepObserved,
+    reap: reapObserved,
     requeue: (target) => requeueParkedKey(env, target),
     resolve: (input) => resolveKey(env, input),
     inspect: (target) => inspectKey(env, target),
@@ -308,20 +312,8 @@ export function createChargeEngine(options: ChargeEngineOptions): ChargeEngine {
       ),
     status: async () => withStore(async () => readKeyStatus(await env.pool(), env.tables)),
     startRecovery: (loopOptions) =>
-      startRecovery(
-        {
-          // As engine.sweep and engine.reap: a first pass started with the engine is counted.
-          sweep: async (o) => {
-            if (!observing) await observerReady;
-            return sweep(env, recovery, o);
-          },
-          reap: async (o) => {
-            if (!observing) await observerReady;
-            return reap(env, o);
-          },
-        },
-        loopOptions,
-      ),
+      // As engine.sweep and engine.reap: a first pass started with the engine is counted.
+      startRecovery({ sweep: sweepObserved, reap: reapObserved }, loopOptions),
     close: async () => {
       closed = true;
       env.readyPools = null;
