@@ -15,6 +15,11 @@ export type ChaosEngineSettings = {
   schema: string;
   leaseMs: number;
   providerTimeoutMs: number;
+  /**
+   * What the clients' engines promise: the reaper keeps keys as long as the longest promise
+   * recorded, so the clients' is the run's `retentionMs` for reaping to happen within the run.
+   */
+  retentionMs: number;
   /** How long a waiting engine waits on a key in progress; `0`: no engine waits. */
   waitMs: number;
   /**
@@ -73,6 +78,7 @@ export async function createChaosEngines(settings: ChaosEngineSettings): Promise
         schema: settings.schema,
         leaseMs: settings.leaseMs,
         providerTimeoutMs: settings.providerTimeoutMs,
+        retentionMs: settings.retentionMs,
         separateClaim,
         inProgress: waits ? { waitMs: settings.waitMs } : 'reject',
         faults: router.faults,

@@ -93,6 +93,7 @@ export async function runChaos(options: ChaosOptions): Promise<ChaosReport> {
         schema: o.schema,
         leaseMs: o.leaseMs,
         providerTimeoutMs: o.providerTimeoutMs,
+        retentionMs: o.retentionMs,
         waitMs: o.waitMs,
         clientsWait: true,
       });
@@ -159,6 +160,7 @@ async function runAgainst(
     concurrency: o.concurrency,
     leaseMs: o.leaseMs,
     providerTimeoutMs: o.providerTimeoutMs,
+    retentionMs: o.retentionMs,
     maxClientAttempts: o.maxClientAttempts,
   };
   const faultRates = {

@@ -34,6 +34,7 @@ async function run(plan: WorkerPlan): Promise<void> {
     schema: plan.schema,
     leaseMs: plan.leaseMs,
     providerTimeoutMs: plan.providerTimeoutMs,
+    retentionMs: plan.retentionMs,
     waitMs: plan.waitMs,
     // Workers take turns: in every other one the clients wait on keys in progress and second
     // submissions are refused at once; in the others, the other way round.

@@ -24,6 +24,8 @@ export type WorkerPlan = {
   poolSize: number;
   leaseMs: number;
   providerTimeoutMs: number;
+  /** The retention the clients' engines promise (and record for the reaper to keep). */
+  retentionMs: number;
   maxClientAttempts: number;
   providerBaseUrl: string;
   /** A file URL, or null for the built-in HTTP adapter. */

@@ -1,4 +1,5 @@
 import { purgeTombstones, reapCompletedKeys } from '../store/reapCompletedKeys.js';
+import { longestRetention } from '../store/retentionWindows.js';
 import { withStore } from '../store/storeErrors.js';
 import type { EngineEnv } from '../engine/engineEnv.js';
 
@@ -20,8 +21,9 @@ export type ReapOptions = {
 /**
  * Reaps completed keys older than `retentionMs` into tombstones (their stored response is
  * dropped; a retry is refused with `IdempotencyKeyExpiredError`, never charged again), then
- * deletes tombstones older than `tombstoneRetentionMs`, in batches. Returns how many keys it
- * reaped. Never touches an unfinished key; charge rows stay. Safe to run from many processes.
+ * deletes tombstones older than `tombstoneRetentionMs`, in batches. Both are the longest any
+ * engine on the schema recorded when it started (see `declareRetention`), this one's included.
+ * Returns how many keys it reaped. Never touches an unfinished key; charge rows stay. Safe to run from many processes.
  *
  * @throws {StoreUnavailableError} PostgreSQL is out of reach.
  */
@@ -50,12 +52,20 @@ async function reapPass(env: EngineEnv, options: ReapOptions): Promise<number> {
     }
     return done;
   };
+  // The longest windows any engine on the schema promised (its own included): other engines'
+  // keys are reaped here too, and none before its own engine stopped relying on it.
+  const windows = await withStore(() =>
+    longestRetention(pool, env.tables, {
+      retentionMs: env.retentionMs,
+      tombstoneRetentionMs: env.tombstoneRetentionMs,
+    }),
+  );
   const reaped = await inBatches((size) =>
-    reapCompletedKeys(pool, env.tables, { retentionMs: env.retentionMs, batchSize: size }),
+    reapCompletedKeys(pool, env.tables, { retentionMs: windows.retentionMs, batchSize: size }),
   );
   await inBatches((size) =>
     purgeTombstones(pool, env.tables, {
-      tombstoneRetentionMs: env.tombstoneRetentionMs,
+      tombstoneRetentionMs: windows.tombstoneRetentionMs,
       batchSize: size,
     }),
   );

@@ -14,6 +14,8 @@ export type Tables = {
   migrations: IdentifierSqlToken;
   /** The audit trail of what people did to keys (resolve, requeue). */
   adminActions: IdentifierSqlToken;
+  /** How long each operation's engines promised to keep keys (see `retentionWindows`). */
+  retentionWindows: IdentifierSqlToken;
 };
 
 const SCHEMA_NAME = /^[a-z_][a-z0-9_]{0,62}$/;
@@ -37,5 +39,6 @@ export function tablesIn(schema: string = DEFAULT_SCHEMA): Tables {
     movements: sql.identifier([schema, 'movements']),
     migrations: sql.identifier([schema, 'schema_migrations']),
     adminActions: sql.identifier([schema, 'admin_actions']),
+    retentionWindows: sql.identifier([schema, 'retention_windows']),
   };
 }

@@ -149,6 +149,38 @@ describe('refusals before any I/O', () => {
     ).toThrow(InvalidConfigurationError);
   });
 
+  it.each([
+    ['a word', 'hello'],
+    ['a MySQL URL', 'mysql://u:secret@127.0.0.1:1/x'],
+    ['a host and port', '127.0.0.1:5432'],
+  ])('refuses %s as the pool when the engine is made, naming the pool option', (_, pool) => {
+    const error = (() => {
+      try {
+        createChargeEngine({ pool, provider: createFakeProvider() });
+      } catch (e) {
+        return e;
+      }
+      return null;
+    })();
+
+    expect(error).toBeInstanceOf(InvalidConfigurationError);
+    const message = (error as Error).message;
+    expect(message).toMatch(/^pool\b/);
+    expect(message).toContain('postgres://');
+    expect(message).not.toContain('createEnginePool');
+    // A connection string may hold a password: never repeated.
+    expect(message).not.toContain('secret');
+    expect(message).not.toContain(pool);
+  });
+
+  it.each([
+    ['postgres://', 'postgres://u:p@127.0.0.1:1/x'],
+    ['postgresql://', 'postgresql://127.0.0.1/x?sslmode=disable'],
+  ])('takes a %s connection string without connecting until the first call', async (_, pool) => {
+    const engine = createChargeEngine({ pool, provider: createFakeProvider() });
+    await engine.close();
+  });
+
   it('a hook query that is neither text nor a statement object is a typed error, and rolls back', async () => {
     const engine = createChargeEngine({
       pool: db.pgPool,

@@ -1,4 +1,4 @@
-import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { afterAll, beforeAll, beforeEach, describe, expect, it } from 'vitest';
 import { sql } from 'slonik';
 import { z } from 'zod';
 import {
@@ -16,6 +16,11 @@ beforeAll(async () => {
 });
 afterAll(async () => {
   await db.drop();
+});
+// Each test's engines record their own windows: those of earlier tests' engines (longer, in the
+// same schema) would otherwise hold every key, as they are meant to.
+beforeEach(async () => {
+  await db.pool.query(sql.unsafe`DELETE FROM ${db.tables.retentionWindows}`);
 });
 
 const count = (merchantId: string, table: 'keys' | 'charges') =>
@@ -186,5 +191,61 @@ describe('reap', () => {
         tombstoneRetentionMs: 3_600_000,
       }),
     ).toThrow(/tombstoneRetentionMs/);
+  });
+
+  it("engines of other operations on the schema: one's reaper never reaps another's keys early", async () => {
+    const provider = createFakeProvider();
+    // The serving engine keeps keys 72 h (the default); another operation's keeps them 200 ms.
+    const serving = createChargeEngine({ pool: db.pgPool, provider });
+    const hasty = createChargeEngine({
+      pool: db.pgPool,
+      provider,
+      operation: 'topup_hasty',
+      retentionMs: 200,
+      tombstoneRetentionMs: 400,
+    });
+    const merchantId = 'm_reap_windows';
+    const key = aKey();
+    const first = await serving.processCharge(key, aRequest({ merchantId }));
+    await hasty.processCharge(aKey(), aRequest({ merchantId }));
+    // Past the hasty engine's windows, both of them.
+    await age(merchantId, 1 / 3600);
+
+    await hasty.reap();
+    await hasty.reap();
+    const retried = await serving.processCharge(key, aRequest({ merchantId }));
+
+    // Replayed: the serving engine's 72 h held against the other engine's reaper.
+    expect(retried).toMatchObject({ replayed: true, chargeId: first.chargeId });
+    expect(provider.ledger()).toHaveLength(2);
+    await serving.close();
+    await hasty.close();
+  });
+
+  it('a window once recorded is not lowered by an engine with shorter ones, only by hand', async () => {
+    const provider = createFakeProvider();
+    const operation = 'op_reap_lowered';
+    const long = createChargeEngine({
+      pool: db.pgPool,
+      provider,
+      operation,
+      retentionMs: 30 * 24 * 3_600_000,
+    });
+    const merchantId = 'm_reap_lowered';
+    const key = aKey();
+    await long.processCharge(key, aRequest({ merchantId }));
+    await age(merchantId, 96);
+    // A one-off engine with the defaults (72 h) reaps the schema: the 30 days recorded hold.
+    const oneOff = createChargeEngine({ pool: db.pgPool, provider, operation });
+    await oneOff.reap();
+    expect(await countAt(merchantId, 'completed')).toBe(1);
+
+    await db.pool.query(sql.unsafe`
+      UPDATE ${db.tables.retentionWindows} SET retention_ms = 72 * 3600000
+      WHERE retention_ms > 72 * 3600000`);
+    await oneOff.reap();
+    expect(await countAt(merchantId, 'expired')).toBe(1);
+    await long.close();
+    await oneOff.close();
   });
 });
