@@ -22,19 +22,23 @@ export const EDGE_WHITESPACE = /^[\s\p{White_Space}]|[\s\p{White_Space}]$/u;
 export const CONTROL_CHARACTER = /\p{Cc}/u;
 
 /**
- * ISO 4217 X-codes that are money. The rest of the X range is not charged in: precious metals
- * (XAU, XAG, XPD, XPT), bond-market and accounting units (XBA–XBD, XDR, XSU, XUA), XTS (testing)
- * and XXX (no currency). currency-codes gives their "N.A." minor unit as 0, like XOF's, so its
- * data alone cannot tell them apart.
+ * ISO 4217 X-codes that are money: the whole of the X range a charge may be made in, whatever
+ * currency-codes ships. The rest of the X range is not charged in: precious metals (XAU, XAG,
+ * XPD, XPT), bond-market and accounting units (XBA–XBD, XDR, XSU, XUA), XTS (testing) and XXX (no
+ * currency). currency-codes gives their "N.A." minor unit as 0, like XOF's, so its data alone
+ * cannot tell them apart; and its data may lag ISO's list (currency-codes 2.2 has no XCG, the
+ * Caribbean guilder of 2025), so these are added from here rather than filtered from there.
  */
-const X_CODES_THAT_ARE_MONEY: ReadonlySet<string> = new Set(['XAF', 'XCD', 'XCG', 'XOF', 'XPF']);
+const X_CODES_THAT_ARE_MONEY: readonly string[] = ['XAF', 'XCD', 'XCG', 'XOF', 'XPF'];
 
 /**
  * Currencies a charge may be made in: ISO 4217 list one (the active codes; withdrawn codes such as
- * HRK are not on it) as shipped by currency-codes, less the X-codes that are not money.
+ * HRK are not on it) as shipped by currency-codes outside the X range, and the X-codes above.
+ * ANG stays while it circulates beside XCG, as long as currency-codes lists it.
  */
-export const CHARGE_CURRENCIES: ReadonlySet<string> = new Set(
-  iso4217Codes().filter((code) => !code.startsWith('X') || X_CODES_THAT_ARE_MONEY.has(code)),
-);
+export const CHARGE_CURRENCIES: ReadonlySet<string> = new Set([
+  ...iso4217Codes().filter((code) => !code.startsWith('X')),
+  ...X_CODES_THAT_ARE_MONEY,
+]);
 
 export const METADATA_PROTO_KEY = '__proto__';

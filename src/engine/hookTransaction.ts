@@ -10,13 +10,20 @@ import { InvalidConfigurationError } from '../errors.js';
 export type HookQueryResult = { rows: Record<string, unknown>[]; rowCount: number };
 
 /**
- * A statement for {@link HookTransaction.query}: a slonik `sql` token (`{ sql, values }`), a
- * node-postgres query config (`{ text, values }`), or anything else of either shape (the output
- * of sql-template-strings, Knex's `toSQL().toNative()`, Drizzle's `toSQL()` with `sql` and `params`
- * renamed, …).
+ * A statement for {@link HookTransaction.query}: SQL text with PostgreSQL's `$1…` placeholders and
+ * its values, under the names the libraries give them:
+ * - `{ sql, values }`: a slonik `sql` token;
+ * - `{ text, values }`: a node-postgres query config (or sql-template-strings' output);
+ * - `{ sql, bindings }`: Knex's `toSQL().toNative()` (not `toSQL()` alone: its placeholders are `?`);
+ * - `{ sql, params }`: Drizzle's `toSQL()`.
+ * An object with none of these texts, with values that are not an array, or with values under two
+ * of these names is refused with `InvalidConfigurationError` before anything is sent.
  */
 export type HookStatement =
-  { sql: string; values?: readonly unknown[] } | { text: string; values?: readonly unknown[] };
+  | { sql: string; values?: readonly unknown[] }
+  | { text: string; values?: readonly unknown[] }
+  | { sql: string; bindings: readonly unknown[] }
+  | { sql: string; params: readonly unknown[] };
 
 /**
  * The phase transaction a hook runs in, driver-neutral: whatever SQL library you use, send its
@@ -28,15 +35,63 @@ export type HookTransaction = {
   query(statement: HookStatement): Promise<HookQueryResult>;
 };
 
-function toToken(statement: string | HookStatement, values: readonly unknown[] = []) {
-  if (typeof statement === 'string') return rawQuery(statement, values);
-  if (typeof statement === 'object' && statement !== null) {
-    const text = 'sql' in statement ? statement.sql : statement.text;
-    if (typeof text === 'string') return rawQuery(text, statement.values ?? []);
-  }
-  throw new InvalidConfigurationError(
-    'A hook query takes SQL text with values, or an object with `sql` or `text` and `values`',
+/** Where the values of a statement object may be, by library (see {@link HookStatement}). */
+const VALUE_FIELDS = ['values', 'bindings', 'params'] as const;
+
+const SHAPES =
+  'SQL text and an array of values, or an object with `sql` or `text` and its values in `values`, `bindings` or `params`';
+
+function refuse(what: string): never {
+  throw new InvalidConfigurationError(`A hook query takes ${SHAPES}: ${what}`, {
+    cause: new TypeError(what),
+  });
+}
+
+function valuesOf(statement: object): readonly unknown[] {
+  const given = VALUE_FIELDS.filter(
+    (field) => (statement as Record<string, unknown>)[field] !== undefined,
   );
+  if (given.length > 1) refuse(`this statement has values in both \`${given.join('` and `')}\``);
+  const field = given[0];
+  if (field === undefined) return [];
+  const values = (statement as Record<string, unknown>)[field];
+  if (!Array.isArray(values)) refuse(`its \`${field}\` is ${describe(values)}, not an array`);
+  return values;
+}
+
+/** What a value is, for a message: never a string's text (it may be SQL with a secret in it). */
+function describe(value: unknown): string {
+  if (value === null) return 'null';
+  if (typeof value === 'boolean' || typeof value === 'number') return String(value);
+  if (Array.isArray(value)) return 'an array';
+  return typeof value === 'object' ? 'an object' : `a ${typeof value}`;
+}
+
+function toToken(statement: unknown, values: unknown) {
+  if (typeof statement === 'string') {
+    if (values === undefined) return rawQuery(statement, []);
+    if (!Array.isArray(values)) refuse(`its values are ${describe(values)}, not an array`);
+    return rawQuery(statement, values);
+  }
+  if (typeof statement !== 'object' || statement === null) {
+    refuse(`it was given ${describe(statement)}`);
+  }
+  if (values !== undefined) {
+    refuse('a statement object carries its own values; a second argument would be ignored');
+  }
+  if (typeof (statement as { toNative?: unknown }).toNative === 'function') {
+    refuse("this is Knex's `toSQL()`, whose placeholders are `?`: pass `toSQL().toNative()`");
+  }
+  const text =
+    'sql' in statement ? statement.sql : 'text' in statement ? statement.text : undefined;
+  if (typeof text !== 'string') {
+    refuse(
+      'sql' in statement || 'text' in statement
+        ? `its \`${'sql' in statement ? 'sql' : 'text'}\` is ${describe(text)}, not a string`
+        : 'this object has neither `sql` nor `text`',
+    );
+  }
+  return rawQuery(text, valuesOf(statement));
 }
 
 /** Wraps the phase's slonik transaction for a hook. */

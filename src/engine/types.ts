@@ -48,8 +48,8 @@ export type CompleteHookContext = HookContext & {
 /**
  * The caller's own SQL, run inside chargeonce's phase transactions: it commits with the phase or
  * not at all. A hook must use the `tx` it is given, never another connection: `tx.query(text,
- * values)` with `$1…` placeholders, or `tx.query(statement)` with a slonik `sql` token or a
- * node-postgres `{ text, values }`.
+ * values)` with `$1…` placeholders, or `tx.query(statement)` with a slonik `sql` token, a
+ * node-postgres `{ text, values }`, Knex's `{ sql, bindings }` or Drizzle's `{ sql, params }`.
  */
 export type ChargeHooks = {
   /**

@@ -1,7 +1,14 @@
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { z } from 'zod';
 import { sql, type DatabasePool } from 'slonik';
-import { ChargeRejectedError, createChargeEngine, type ChargeHooks } from '../../src/index.js';
+import {
+  ChargeRejectedError,
+  createChargeEngine,
+  InvalidConfigurationError,
+  StoreUnavailableError,
+  type ChargeHooks,
+  type HookTransaction,
+} from '../../src/index.js';
 import { createFakeProvider } from '../../src/testing/index.js';
 import { createTestDatabase, type TestDatabase } from '../support/testDatabase.js';
 import { aKey, aRequest, countRows, readCharges, readKey } from '../support/charges.js';
@@ -178,5 +185,169 @@ describe('hooks run inside the phase transactions', () => {
     await engine.processCharge(key, aRequest());
     await engine.processCharge(aKey(), aRequest());
     expect(adopted).toEqual([true, false]);
+  });
+});
+
+describe('hooks are checked when the engine is made', () => {
+  const hook = () => Promise.resolve();
+  it.each([
+    ['a complete hook that is a number', { complete: 42 }, 'hooks.complete must be a function'],
+    ['a reserve hook that is a string', { reserve: 'x' }, 'hooks.reserve must be a function'],
+    ['a cancel hook that is an object', { cancel: {} }, 'hooks.cancel must be a function'],
+    [
+      'a refund complete hook that is a number',
+      { refund: { complete: 42 } },
+      'hooks.refund.complete must be a function',
+    ],
+    [
+      'a capture reserve hook that is a string',
+      { capture: { reserve: 'x' } },
+      'hooks.capture.reserve must be a function',
+    ],
+    ['refund hooks that are a function', { refund: hook }, 'hooks.refund must be an object'],
+    ['hooks that are a number', 42, 'hooks must be an object'],
+    ['a misspelt hook', { compete: hook }, 'hooks.compete is not a hook'],
+    ['a misspelt refund hook', { refund: { reserv: hook } }, 'hooks.refund.reserv is not a hook'],
+  ])('refuses %s, naming it, before any charge', (_name, hooks, message) => {
+    const provider = createFakeProvider();
+    let error: unknown = null;
+    try {
+      createChargeEngine({ pool: db.pgPool, provider, hooks: hooks as ChargeHooks });
+    } catch (e) {
+      error = e;
+    }
+    expect(error).toBeInstanceOf(InvalidConfigurationError);
+    expect((error as Error).message).toContain(message);
+    expect(provider.calls).toMatchObject({ createCharge: 0, findCharge: 0 });
+  });
+
+  it('takes every hook the engine runs, and hooks left out as undefined or null', async () => {
+    const ran: string[] = [];
+    const engine = createChargeEngine({
+      pool: db.pgPool,
+      provider: createFakeProvider(),
+      hooks: {
+        reserve: () => Promise.resolve(void ran.push('reserve')),
+        complete: () => Promise.resolve(void ran.push('complete')),
+        cancel: undefined,
+        refund: { reserve: hook, complete: hook, cancel: hook },
+        capture: { complete: null } as never,
+      },
+    });
+    await expect(engine.processCharge(aKey(), aRequest())).resolves.toMatchObject({
+      status: 'succeeded',
+    });
+    expect(ran).toEqual(['reserve', 'complete']);
+  });
+});
+
+describe('a hook query takes the statements query builders make', () => {
+  it("runs Knex's toSQL().toNative() and Drizzle's toSQL() with their values, in the phase", async () => {
+    const returned: unknown[] = [];
+    const engine = createChargeEngine({
+      pool: db.pgPool,
+      provider: createFakeProvider(),
+      hooks: {
+        reserve: async (tx, ctx) => {
+          // What knex('orders').insert({...}).returning('state').toSQL().toNative() gives on pg.
+          const knexNative: { sql: string; bindings: readonly (string | number)[] } = {
+            sql: 'insert into "orders" ("charge_id", "key", "state") values ($1::uuid, $2, $3) returning "state"',
+            bindings: [ctx.chargeId, ctx.key, 'held'],
+          };
+          const inserted = await tx.query(knexNative);
+          returned.push(...inserted.rows);
+        },
+        complete: async (tx, ctx) => {
+          // What db.update(orders).set({ state }).where(eq(orders.key, key)).toSQL() gives.
+          const drizzleQuery: { sql: string; params: unknown[]; typings?: string[] } = {
+            sql: 'update "orders" set "state" = $1 where "orders"."key" = $2',
+            params: [ctx.status, ctx.key],
+            typings: ['none', 'none'],
+          };
+          const updated = await tx.query(drizzleQuery);
+          returned.push(updated.rowCount);
+        },
+      },
+    });
+    const key = aKey();
+
+    const outcome = await engine.processCharge(key, aRequest());
+
+    expect(outcome.status).toBe('succeeded');
+    expect(returned).toEqual([{ state: 'held' }, 1]);
+    expect(await orderState(db.pool, key)).toBe('succeeded');
+  });
+
+  it.each([
+    ['no sql or text', { query: 'SELECT 1' }, 'neither `sql` nor `text`'],
+    ['sql that is not a string', { sql: 42 }, '`sql` is 42, not a string'],
+    [
+      'bindings that are not an array',
+      { sql: 'SELECT $1', bindings: 'x' },
+      '`bindings` is a string',
+    ],
+    [
+      'params that are not an array',
+      { sql: 'SELECT $1', params: { 0: 1 } },
+      '`params` is an object',
+    ],
+    ['values that are not an array', { text: 'SELECT $1', values: 7 }, '`values` is 7'],
+    [
+      'values under two names',
+      { sql: 'SELECT $1', values: [1], params: [1] },
+      'both `values` and `params`',
+    ],
+    [
+      "Knex's toSQL() without toNative()",
+      { sql: 'select ?', bindings: [1], toNative: () => ({ sql: 'select $1', bindings: [1] }) },
+      'toSQL().toNative()',
+    ],
+  ])(
+    'refuses a statement with %s at once, not as a 503, and rolls the phase back',
+    async (_name, statement, message) => {
+      const provider = createFakeProvider();
+      const engine = createChargeEngine({
+        pool: db.pgPool,
+        provider,
+        hooks: {
+          reserve: async (tx, ctx) => {
+            await writingHooks.reserve?.(tx, ctx);
+            await tx.query(statement as never);
+          },
+        },
+      });
+      const key = aKey();
+
+      const error = await engine.processCharge(key, aRequest()).catch((e: unknown) => e);
+
+      expect(error).toBeInstanceOf(InvalidConfigurationError);
+      expect(error).not.toBeInstanceOf(StoreUnavailableError);
+      expect(error).toMatchObject({ code: 'invalid_configuration' });
+      expect((error as Error).message).toContain(message);
+      expect(await orderState(db.pool, key)).toBeNull();
+      expect(await readKey(db.pool, db.tables, 'm_1', key)).toBeNull();
+      expect(provider.calls.createCharge).toBe(0);
+    },
+  );
+
+  it.each([
+    [
+      'text with values that are not an array',
+      (tx: HookTransaction) => tx.query('SELECT $1::int', 7 as never),
+    ],
+    [
+      'a statement object and values besides',
+      (tx: HookTransaction) =>
+        (tx.query as (s: unknown, v: unknown) => Promise<unknown>)({ text: 'SELECT $1::int' }, [7]),
+    ],
+  ])('refuses %s', async (_name, query) => {
+    const engine = createChargeEngine({
+      pool: db.pgPool,
+      provider: createFakeProvider(),
+      hooks: { reserve: async (tx) => void (await query(tx)) },
+    });
+    await expect(engine.processCharge(aKey(), aRequest())).rejects.toBeInstanceOf(
+      InvalidConfigurationError,
+    );
   });
 });

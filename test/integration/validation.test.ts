@@ -32,6 +32,7 @@ const badRequests: Array<[string, string, unknown]> = [
   ['currency too long', 'currency', { ...valid, currency: 'NGNX' }],
   ['currency missing', 'currency', { ...valid, currency: undefined }],
   ['currency not ISO 4217', 'currency', { ...valid, currency: 'XYZ' }],
+  ['currency made up', 'currency', { ...valid, currency: 'QQQ' }],
   ['currency withdrawn', 'currency', { ...valid, currency: 'HRK' }],
   ['currency for testing', 'currency', { ...valid, currency: 'XTS' }],
   [
@@ -126,6 +127,22 @@ describe('validation happens before anything is written', () => {
       engine.processCharge(aKey(), { ...valid, metadata: { note: 'paid \u{1F600}' } }),
     ).resolves.toMatchObject({ status: 'succeeded' });
   });
+
+  it.each(['XCG', 'ANG'])(
+    'charges in %s (XCG: ISO 4217 since 2025; ANG: still in circulation)',
+    async (currency) => {
+      const provider = createFakeProvider();
+      const engine = createChargeEngine({ pool: db.pgPool, provider });
+      const key = aKey();
+
+      const outcome = await engine.processCharge(key, { ...valid, currency });
+      const replay = await engine.processCharge(key, { ...valid, currency });
+
+      expect(outcome).toMatchObject({ status: 'succeeded', replayed: false });
+      expect(replay).toMatchObject({ replayed: true, body: outcome.body });
+      expect(provider.ledger()).toEqual([expect.objectContaining({ currency })]);
+    },
+  );
 
   it('reports every invalid field at once', async () => {
     const engine = createChargeEngine({ pool: db.pgPool, provider: createFakeProvider() });

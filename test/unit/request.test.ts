@@ -2,6 +2,7 @@ import fc from 'fast-check';
 import { describe, expect, it } from 'vitest';
 import { InvalidRequestError } from '../../src/errors.js';
 import { canonicalJson, deriveProviderKey, validateChargeRequest } from '../../src/request.js';
+import { fastValidateChargeRequest } from '../../src/requestFastPath.js';
 
 const base = { merchantId: 'm_1', customerId: 'c_1', amountMinor: 100, currency: 'USD' };
 
@@ -163,8 +164,17 @@ describe('currency', () => {
     expect(validateChargeRequest('k', { ...base, currency }).request.currency).toBe(currency);
   });
 
+  // XCG (Caribbean guilder, ISO 4217 since 2025) is newer than currency-codes' data; ANG, which
+  // it replaces, still circulates beside it.
+  it.each(['XCG', 'ANG'])('accepts %s, on the fast path and through the schema', (currency) => {
+    expect(validateChargeRequest('k', { ...base, currency }).request.currency).toBe(currency);
+    expect(fastValidateChargeRequest('k', { ...base, currency })?.request.currency).toBe(currency);
+  });
+
   it.each([
     ['XYZ', 'not a code'],
+    ['XCX', 'not a code, beside XCD and XCG'],
+    ['QQQ', 'not a code'],
     ['HRK', 'withdrawn'],
     ['VEF', 'withdrawn'],
     ['XTS', 'for testing'],
