@@ -199,6 +199,45 @@ describe('Fastify 5', () => {
     }
   }
 
+  it('the plugin under fastify.inject() (no socket, no headersDistinct): the same answers', async () => {
+    const app = Fastify();
+    await app.register(chargeOnceFastify, {
+      engine,
+      authenticate: (request) =>
+        request.headers.authorization === 'Bearer tok_fw' ? 'm_frameworks' : null,
+      path: '/charges',
+    });
+    const key = aKey();
+    const charge = () =>
+      app.inject({
+        method: 'POST',
+        url: '/charges',
+        headers: {
+          authorization: 'Bearer tok_fw',
+          'content-type': 'application/json',
+          'idempotency-key': key,
+        },
+        payload: JSON.stringify({ customerId: 'c_1', amountMinor: 700, currency: 'NGN' }),
+      });
+
+    const first = await charge();
+    const again = await charge();
+    const noKey = await app.inject({
+      method: 'POST',
+      url: '/charges',
+      headers: { authorization: 'Bearer tok_fw', 'content-type': 'application/json' },
+      payload: '{}',
+    });
+
+    expect(first.statusCode).toBe(201);
+    expect(again.statusCode).toBe(201);
+    expect(again.headers['idempotent-replayed']).toBe('true');
+    expect(again.body).toBe(first.body);
+    expect(noKey.statusCode).toBe(400);
+    expect(noKey.body).toContain('Idempotency-Key');
+    await app.close();
+  });
+
   it('the plugin: registered under a path, other routes keep their parsers', async () => {
     const app = Fastify();
     await app.register(chargeOnceFastify, {
