@@ -184,7 +184,9 @@ describe('group commit batching', () => {
       const { send, sent } = recorder({ load: HEAVY, maxSize: 8 });
       void send('a');
       void send('b');
-      // A real turn of the event loop (setTimeout is not faked here): the gathered flush ran.
+      // Real turns of the event loop (setTimeout is not faked here): the gathered flush ran. Two:
+      // a timer may fire before the first turn's immediates, never before the second's.
+      await new Promise((resolve) => setTimeout(resolve, 0));
       await new Promise((resolve) => setTimeout(resolve, 0));
       expect(sent).toEqual([{ kind: 'many', inputs: ['a', 'b'] }]);
     } finally {
