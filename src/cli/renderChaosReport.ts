@@ -85,12 +85,12 @@ export function renderChaosReport(report: ChaosReport): string[] {
   );
   row('clients gone', report.abandoned, 'walked away after a failure; came back after the sweep');
   const { passes, examined, ...sweep } = report.sweep;
-  row('swept keys', examined, `${passes} passes: ${list(sweep)}`);
+  row('swept keys', examined, `${passes} ${passes === 1 ? 'pass' : 'passes'}${listed(sweep)}`);
   const { passes: bgPasses, examined: bgExamined, ...bgSweep } = report.background.sweep;
   row(
     'background sweeps',
     bgExamined,
-    `${bgPasses} passes while charging: ${list(bgSweep)}; reaped ${report.background.reaped}`,
+    `${bgPasses} passes while charging${listed(bgSweep)}; reaped ${report.background.reaped}`,
   );
   row(
     'late retries',
@@ -176,6 +176,12 @@ function describe(v: Violation): string {
 
 function more(lines: string[], total: number): void {
   if (total > SHOWN) lines.push(`  … and ${total - SHOWN} more (--json lists them all)`);
+}
+
+/** `: name n, …` for the counts above zero, or nothing when none is. */
+function listed(counts: Record<string, number>): string {
+  const text = list(counts);
+  return text === '' ? '' : `: ${text}`;
 }
 
 function list(counts: Record<string, number>): string {

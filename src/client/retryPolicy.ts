@@ -31,7 +31,11 @@ export function isRetryableResponse(response: { status: number; body: string }):
   return code === undefined || !FINAL_ERROR_CODES.has(code);
 }
 
-/** The `error.code` of a chargeonce error body (`{"error":{"code":…}}`), if it is one. */
+/**
+ * The code of a chargeonce error body, if it is one: `error.code` of `{"error":{"code":…}}`, or
+ * the `code` member of RFC 9457 problem details (what the edge answers a caller who asked for
+ * `application/problem+json`).
+ */
 export function errorCodeOf(body: string): string | undefined {
   let parsed: unknown;
   try {
@@ -39,10 +43,12 @@ export function errorCodeOf(body: string): string | undefined {
   } catch {
     return undefined;
   }
-  const error: unknown =
-    typeof parsed === 'object' && parsed !== null ? (parsed as { error?: unknown }).error : null;
+  if (typeof parsed !== 'object' || parsed === null) return undefined;
+  const error: unknown = (parsed as { error?: unknown }).error;
   const code: unknown =
-    typeof error === 'object' && error !== null ? (error as { code?: unknown }).code : undefined;
+    typeof error === 'object' && error !== null
+      ? (error as { code?: unknown }).code
+      : (parsed as { code?: unknown }).code;
   return typeof code === 'string' ? code : undefined;
 }
 

@@ -246,6 +246,23 @@ describe('chargeClient: what is retried', () => {
     expect(slept).toEqual([]);
   });
 
+  it('reads the code of problem details too: a 502 provider_answer_invalid is not retried', async () => {
+    const answer = errorResponse(new ProviderAnswerInvalidError('another amount'), {
+      format: 'problem',
+      problemTypeBase: undefined,
+    });
+    expect(answer.headers['Content-Type']).toBe('application/problem+json');
+    const { client, sent } = harness([
+      { status: answer.status, body: answer.body, headers: answer.headers },
+      { status: 201 },
+    ]);
+
+    const refused = await failure(client.charge(request));
+
+    expect(refused.httpStatus).toBe(502);
+    expect(sent).toHaveLength(1);
+  });
+
   it('still retries a 502 whose body is not a chargeonce error code it cannot change', async () => {
     const { client, sent } = harness([
       { status: 502, body: '{"error":{"code":"provider_error"}}' },
