@@ -1,5 +1,9 @@
 import { randomInt } from 'node:crypto';
-import { DEFAULT_PROVIDER_FAULTS, type ChaosOptions } from '../chaos/resolveChaosOptions.js';
+import {
+  DEFAULT_PROVIDER_FAULTS,
+  resolveChaosOptions,
+  type ChaosOptions,
+} from '../chaos/resolveChaosOptions.js';
 import { runChaos } from '../chaos/runChaos.js';
 import { parseCommandArgs } from './parseCommandArgs.js';
 import { createProgressBar } from './createProgressBar.js';
@@ -172,6 +176,9 @@ export async function chaosCommand(
     ...(values.provider ? { providerModule: values.provider } : {}),
   };
 
+  // Checked before anything starts: a bad flag costs no database and no emulator (the URL is
+  // a stand-in; the run's own is known once the database is up).
+  resolveChaosOptions({ ...options, databaseUrl: 'postgres://checked-before-start' });
   const stripe = values.provider === 'stripe' ? await startStripe(options) : null;
   try {
     const bar = process.stderr.isTTY ? createProgressBar(process.stderr) : null;

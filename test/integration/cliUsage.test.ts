@@ -84,6 +84,14 @@ describe('chargeonce command line', () => {
     expect(result.stderr).toBe(`${JSON.stringify({ error: { code: 'usage', message, help } })}\n`);
   });
 
+  it('chaos: a setting out of range is refused before a database is started', async () => {
+    const result = await cli('chaos', '--charges', '10', '--movement-rate', '0.95');
+
+    expect(result.code).toBe(1);
+    expect(result.stderr).toContain('movementRate must be in [0, 0.9]');
+    expect(result.stderr).not.toContain('starting an embedded PostgreSQL');
+  });
+
   it('under --json, no command or an unknown one is a JSON error and exit 2', async () => {
     const none = await cli('--json');
     const unknown = await cli('explode', '--json', '--database-url', 'postgres://127.0.0.1:1/x');
