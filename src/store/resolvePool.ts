@@ -95,7 +95,8 @@ export async function createEnginePool(
   }
 }
 
-function isPostgresUrl(text: string): boolean {
+/** True for a URL whose scheme is `postgres:` or `postgresql:`: a connection string. */
+export function isPostgresUrl(text: string): boolean {
   try {
     return ['postgres:', 'postgresql:'].includes(new URL(text).protocol);
   } catch {
