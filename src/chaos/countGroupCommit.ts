@@ -1,6 +1,6 @@
 import { batchStatements } from '../store/batchStatements.js';
 import { hotStatements } from '../store/hotStatements.js';
-import type { PgPoolLike, PgQueryConfig } from '../store/pgPoolLike.js';
+import type { PgPoolLike, PgQueryConfig, PgQueryResult } from '../store/pgPoolLike.js';
 import { tablesIn } from '../store/tables.js';
 
 /** How one hot statement went to PostgreSQL: alone, or in batches of several keys. */
@@ -57,19 +57,29 @@ export function countGroupCommit(
     [batch.claim.name, (config) => countBatch(counts.claims, config)],
     [batch.complete.name, (config) => countBatch(counts.completions, config)],
   ]);
+  // Queries pass as they came (a hot statement is a submittable with a callback: see hotQuery),
+  // and so does the pool's client class, which tells the engine they may.
+  const send: SendQuery = pool.query.bind(pool);
+  const query = (config: PgQueryConfig, callback?: unknown) => {
+    if (config.name !== undefined) counters.get(config.name)?.(config);
+    return send(config, callback);
+  };
+  const counted: PgPoolLike & { Client?: unknown } = {
+    connect: () => pool.connect(),
+    query,
+    end: () => pool.end(),
+    ...(pool.options === undefined ? {} : { options: pool.options }),
+  };
+  const client = (pool as { Client?: unknown }).Client;
+  if (client !== undefined) counted.Client = client;
   return {
-    pool: {
-      connect: () => pool.connect(),
-      query: (config) => {
-        if (config.name !== undefined) counters.get(config.name)?.(config);
-        return pool.query(config);
-      },
-      end: () => pool.end(),
-      ...(pool.options === undefined ? {} : { options: pool.options }),
-    },
+    pool: counted,
     counts: () => structuredClone(counts),
   };
 }
+
+/** node-postgres's `query`, which also takes a callback (a submittable's). */
+type SendQuery = (config: PgQueryConfig, callback?: unknown) => Promise<PgQueryResult>;
 
 /** A batch statement's first parameter holds one element per key. */
 function countBatch(counts: BatchCounts, config: PgQueryConfig): void {

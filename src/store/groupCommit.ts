@@ -14,6 +14,7 @@ import {
 } from './completeKey.js';
 import { createBatcher, createSharedLoad } from './createBatcher.js';
 import type { PgPoolLike } from './pgPoolLike.js';
+import { queryPrepared } from './hotQuery.js';
 import { isStoreUnavailable } from './storeErrors.js';
 import type { Tables } from './tables.js';
 
@@ -104,13 +105,12 @@ export function createGroupCommit(pool: PgPoolLike, tables: Tables): GroupCommit
     claim: createBatcher<ClaimInput, ClaimResult | null>({
       one: (input) => claimKeyPrepared(pool, tables, input, claims.note),
       many: async (inputs) => {
-        // Written out, not spread: see claimKeyPrepared.
-        const result = await pool.query({
-          name: statements.claim.name,
-          text: statements.claim.text,
-          values: columns(inputs.map(claimValues), 16),
-        });
-        const results = result.rows.map((row) => toClaimResult(row));
+        const rows = await queryPrepared(
+          pool,
+          statements.claim,
+          columns(inputs.map(claimValues), 16),
+        );
+        const results = rows.map((row) => toClaimResult(row));
         for (const claimed of results) claims.note(claimed);
         return results;
       },
@@ -125,13 +125,12 @@ export function createGroupCommit(pool: PgPoolLike, tables: Tables): GroupCommit
     complete: createBatcher<CompletionInput, boolean>({
       one: (input) => completeKeyPrepared(pool, tables, input),
       many: async (inputs) => {
-        // Written out, not spread: see claimKeyPrepared.
-        const result = await pool.query({
-          name: statements.complete.name,
-          text: statements.complete.text,
-          values: columns(inputs.map(completionValues), 9),
-        });
-        return result.rows.map((row) => completedOf(row));
+        const rows = await queryPrepared(
+          pool,
+          statements.complete,
+          columns(inputs.map(completionValues), 9),
+        );
+        return rows.map((row) => completedOf(row));
       },
       identity: scopedId,
       // Two completions of one key are two attempts, one of them fenced out: one at a time.

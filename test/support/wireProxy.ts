@@ -11,6 +11,8 @@ export type WireStats = {
   endedIdle: number;
   /** ReadyForQuery with status in-transaction. */
   endedInTransaction: number;
+  /** Describe messages: the client asking for a statement's or portal's row description. */
+  describes: number;
 };
 
 export type WireProxy = {
@@ -26,6 +28,7 @@ const SSL_REQUEST = 80877103;
 const GSSENC_REQUEST = 80877104;
 const SYNC = 0x53; // 'S' from the frontend
 const QUERY = 0x51; // 'Q'
+const DESCRIBE = 0x44; // 'D' from the frontend
 const READY_FOR_QUERY = 0x5a; // 'Z'
 const ERROR_RESPONSE = 0x45; // 'E'
 const NO_ENCRYPTION = 0x4e; // 'N'
@@ -104,6 +107,7 @@ function frontendReader(conn: Connection, stats: WireStats): ReadMessage {
     if (view.length < 5) return 0;
     const type = view[0];
     if (type === SYNC || type === QUERY) stats.roundTrips += 1;
+    if (type === DESCRIBE) stats.describes += 1;
     return typedLength(conn, view);
   };
 }
@@ -142,7 +146,7 @@ export async function startWireProxy(
   const target = new URL(targetUrl);
   const host = target.hostname.replace(/^\[(.*)\]$/, '$1');
   const port = Number(target.port || 5432);
-  const stats: WireStats = { roundTrips: 0, endedIdle: 0, endedInTransaction: 0 };
+  const stats: WireStats = { roundTrips: 0, endedIdle: 0, endedInTransaction: 0, describes: 0 };
   const sockets = new Set<Socket>();
 
   const server = createServer((client) => {
@@ -183,6 +187,7 @@ export async function startWireProxy(
       stats.roundTrips = 0;
       stats.endedIdle = 0;
       stats.endedInTransaction = 0;
+      stats.describes = 0;
     },
     stats: () => ({ ...stats }),
     close: async () => {
