@@ -30,7 +30,14 @@ describe('runHotQuery', () => {
     const s = statement(`SELECT $1::text AS t, $2::int4 AS i, $3::float8 AS f, $4::boolean AS b,
       NULL::text AS nothing, $5::timestamptz AS at, $6::text[] AS list, g AS n
       FROM generate_series(1, 3) g`);
-    const values = ['a "quoted" \\ value', 42, 1.5, true, '2026-12-05T10:00:00Z', ['x', null, 'y"z']];
+    const values = [
+      'a "quoted" \\ value',
+      42,
+      1.5,
+      true,
+      '2026-12-05T10:00:00Z',
+      ['x', null, 'y"z'],
+    ];
 
     const ours = await runHotQuery(pool, s, values);
     const theirs = await pool.query({ name: s.name, text: s.text, values });
