@@ -1,4 +1,5 @@
 #!/usr/bin/env node
+import { databaseUrlOption } from './cli/databaseUrlOption.js';
 import { adminCommand, ADMIN_COMMANDS, processOutput } from './cli/adminCommands.js';
 import { chaosCommand } from './cli/chaosCommand.js';
 import { conformanceCommand } from './cli/conformanceCommand.js';
@@ -107,8 +108,7 @@ async function main(argv: string[]): Promise<number> {
     process.stdout.write(USAGE);
     return command || values.help ? 0 : 2;
   }
-  const databaseUrl = values['database-url'] ?? process.env.DATABASE_URL;
-  if (!databaseUrl) throw new Error('--database-url (or DATABASE_URL) is required');
+  const databaseUrl = databaseUrlOption(values['database-url'], undefined);
   const onAbandoned = values['on-abandoned'];
   if (onAbandoned !== undefined && onAbandoned !== 'cancel' && onAbandoned !== 'complete') {
     throw new Error('--on-abandoned must be cancel or complete');

@@ -1,3 +1,4 @@
+import { databaseUrlOption } from './databaseUrlOption.js';
 import { createChargeEngine, type ChargeEngine } from '../engine/createChargeEngine.js';
 import type { ChargeHooks } from '../engine/types.js';
 import type { PaymentProvider } from '../provider/PaymentProvider.js';
@@ -121,8 +122,7 @@ export async function adminCommand(
       throw new UsageError(`${name} takes no --${option}`, name);
     }
   }
-  const databaseUrl = values['database-url'] ?? process.env.DATABASE_URL;
-  if (!databaseUrl) throw new UsageError('--database-url (or DATABASE_URL) is required', name);
+  const databaseUrl = databaseUrlOption(values['database-url'], name);
   if (name === 'migrate') {
     const result = await migrate(databaseUrl, values.schema ? { schema: values.schema } : {});
     output.print(

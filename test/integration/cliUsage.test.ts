@@ -15,6 +15,11 @@ async function cli(...args: string[]) {
   );
 }
 
+/** What a command says of a --database-url that is not a PostgreSQL URL (never the value). */
+const NOT_A_URL =
+  '--database-url must be a PostgreSQL connection string of the form ' +
+  'postgres://user:password@host:port/database';
+
 const { version } = JSON.parse(await readFile('package.json', 'utf8')) as { version: string };
 
 describe('chargeonce command line', () => {
@@ -52,6 +57,11 @@ describe('chargeonce command line', () => {
       'chargeonce chaos --help',
     ],
     [['conformance', 'extra'], "unexpected argument 'extra'", 'chargeonce conformance --help'],
+    [['status'], '--database-url (or DATABASE_URL) is required', 'chargeonce --help'],
+    [['status', '--database-url', 'mysql://h/db'], NOT_A_URL, 'chargeonce --help'],
+    [['inspect', '--database-url', 'h:5432/db'], NOT_A_URL, 'chargeonce inspect --help'],
+    [['migrate', '--database-url', 'nope'], NOT_A_URL, 'chargeonce migrate --help'],
+    [['chaos', '--database-url', 'nope'], NOT_A_URL, 'chargeonce chaos --help'],
   ])('%j: says what was wrong, where the usage is, and exits 1', async (args, message, help) => {
     const result = await cli(...args);
     expect(result.code).toBe(1);
@@ -82,6 +92,16 @@ describe('chargeonce command line', () => {
     expect(result.code).toBe(1);
     expect(result.stdout).toBe('');
     expect(result.stderr).toBe(`${JSON.stringify({ error: { code: 'usage', message, help } })}\n`);
+  });
+
+  it('a DATABASE_URL that is not a PostgreSQL URL is refused under its own name', async () => {
+    const result = await run(process.execPath, ['--import', 'tsx', 'src/cli.ts', 'list'], {
+      env: { ...process.env, DATABASE_URL: 'localhost:5432' },
+    }).catch((error: { code: number; stderr: string }) => error);
+
+    expect(result).toMatchObject({ code: 1 });
+    expect(result.stderr).toContain('DATABASE_URL must be a PostgreSQL connection string');
+    expect(result.stderr).not.toContain('localhost');
   });
 
   it('chaos: a setting out of range is refused before a database is started', async () => {
