@@ -41,6 +41,10 @@ export type FastifyScopeLike = {
       done: (error: Error | null, body?: unknown) => void,
     ) => void,
   ): void;
+  addHook(
+    name: 'onRequest',
+    hook: (request: FastifyRequestLike, reply: FastifyReplyLike, next: () => void) => void,
+  ): unknown;
   route(options: {
     method: RouteMethod[];
     url: string;
@@ -107,6 +111,15 @@ export function chargeOnceFastify(
   scope.removeAllContentTypeParsers();
   // Any body, any type, is left unread for the edge, which reads, limits and judges it.
   scope.addContentTypeParser('*', (_request, _payload, parsed) => parsed(null));
+  // A blank `Content-Type:` is no type, to the edge as on every other platform (a JSON body is
+  // read as JSON); Fastify would refuse it with a 415 of its own before any parser runs.
+  scope.addHook('onRequest', (request, _reply, next) => {
+    const contentType = request.raw.headers['content-type'];
+    if (contentType !== undefined && contentType.trim() === '') {
+      delete request.raw.headers['content-type'];
+    }
+    next();
+  });
   const path = options.path ?? '/charges';
   const route = (url: string, beyondMount: boolean) =>
     scope.route({

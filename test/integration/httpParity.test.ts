@@ -353,6 +353,15 @@ const CASES: Case[] = [
     expect: ([observed]) => expect(observed?.status).toBe(201),
   },
   {
+    name: 'a blank Content-Type is no type: the body is taken as JSON',
+    run: async (target) => {
+      const request = charge(aKey());
+      const headers = { ...request.headers, 'content-type': '' };
+      return [blankIds(await target.send({ ...request, headers }))];
+    },
+    expect: ([observed]) => expect(observed?.status).toBe(201),
+  },
+  {
     name: "a hook's rejection with 204 No Content, and its replay, without a body",
     run: async (target) => {
       const key = aKey();
