@@ -9,8 +9,12 @@ export type HotRow = Record<string, unknown>;
 /** The columns a statement returns, learned from its first row description. */
 type Columns = { names: readonly string[]; parsers: readonly ((text: string) => unknown)[] };
 
-/** The row description of each hot statement (by name): the same on every connection. */
-const described = new Map<string, Columns>();
+/**
+ * The row description of each hot statement (by name), per connection: a statement prepared on a
+ * connection keeps its columns there (PostgreSQL refuses to run it if they would change), while
+ * another connection, to another database or after a migration, may see others.
+ */
+const describedOn = new WeakMap<object, Map<string, Columns>>();
 
 /** What node-postgres's connection offers a submitted query (the part used here). */
 type PgConnection = {
@@ -38,14 +42,14 @@ type Done = (error: Error | null, rows?: HotRow[]) => void;
  * pg-cursor uses): what `pool.query({ name, text, values })` sends, less what a hot statement
  * does not need on every call.
  *
- * - No Describe once the statement's columns are known: node-postgres asks for (and PostgreSQL
- *   builds, sends, and pg parses into a field list and a row template) a row description on every
- *   execution; a claim's has fifteen columns.
+ * - No Describe once the statement's columns are known on the connection: node-postgres asks for
+ *   (and PostgreSQL builds, sends, and pg parses into a field list and a row template) a row
+ *   description on every execution; a claim's has fifteen columns.
  * - No promise of pg's own, and none of pg-pool's: the caller's callback is called once, at the
  *   end, and the caller makes the one promise the engine awaits.
  *
- * The messages sent are Parse (first use on a connection), Bind, Describe (first use in the
- * process), Execute, Sync: one round trip, as before.
+ * The messages sent are Parse and Describe (first use on a connection), Bind, Execute, Sync: one
+ * round trip, as before.
  */
 class HotQuery {
   /** Read by node-postgres: it records the statement as parsed on the connection by name. */
@@ -55,6 +59,7 @@ class HotQuery {
   /** Set by node-postgres (pg-pool's callback, which releases the connection). */
   callback: Done | undefined;
   private readonly rows: HotRow[] = [];
+  private described: Map<string, Columns> | undefined;
   private columns: Columns | undefined;
   private failure: Error | null = null;
 
@@ -62,10 +67,16 @@ class HotQuery {
     this.name = statement.name;
     this.text = statement.text;
     this.values = values;
-    this.columns = described.get(statement.name);
   }
 
   submit(connection: PgConnection): Error | null {
+    let described = describedOn.get(connection);
+    if (!described) {
+      described = new Map();
+      describedOn.set(connection, described);
+    }
+    this.described = described;
+    this.columns = described.get(this.name);
     const known =
       connection.parsedStatements[this.name] ?? connection.submittedNamedStatements?.[this.name];
     if (known !== undefined && known !== this.text) {
@@ -108,16 +119,16 @@ class HotQuery {
         (field) => pg.types.getTypeParser(field.dataTypeID, 'text') as (text: string) => unknown,
       ),
     };
-    described.set(this.name, columns);
+    this.described?.set(this.name, columns);
     this.columns = columns;
   }
 
   handleDataRow(message: { fields: (string | null)[] }): void {
     const columns = this.columns;
     if (!columns || columns.names.length !== message.fields.length) {
-      // A statement whose columns changed under it (a schema changed without a restart):
-      // PostgreSQL refuses to run its cached plan, so this is not expected; never misread.
-      described.delete(this.name);
+      // Not expected (a statement keeps its columns on its connection), but never misread: the
+      // next execution asks for the description again.
+      this.described?.delete(this.name);
       this.failure ??= new Error(`chargeonce: statement ${this.name} returned unexpected columns`);
       return;
     }
