@@ -1,7 +1,13 @@
 import pg from 'pg';
-import pgUtils from 'pg/lib/utils.js';
 import type { PreparedStatement } from './hotStatements.js';
 import type { PgPoolLike } from './pgPoolLike.js';
+
+/**
+ * node-postgres's mapping of values to the text it sends (arrays, JSON, dates, buffers), which it
+ * keeps on its module object, undeclared in its types.
+ */
+const prepareValue = (pg as unknown as { utils: { prepareValue: (value: unknown) => unknown } })
+  .utils.prepareValue;
 
 /** A result row of a hot statement, its columns parsed as node-postgres parses them. */
 export type HotRow = Record<string, unknown>;
@@ -94,7 +100,7 @@ class HotQuery {
           portal: '',
           statement: this.name,
           values: this.values,
-          valueMapper: pgUtils.prepareValue,
+          valueMapper: prepareValue,
         });
       } catch (error) {
         // As node-postgres: a value it cannot send fails this query, and the connection syncs.
