@@ -1,5 +1,6 @@
 import { batchStatements } from '../store/batchStatements.js';
 import { hotStatements } from '../store/hotStatements.js';
+import { FORWARDS_HOT_QUERIES } from '../store/hotQuery.js';
 import type { PgPoolLike, PgQueryConfig, PgQueryResult } from '../store/pgPoolLike.js';
 import { tablesIn } from '../store/tables.js';
 
@@ -58,20 +59,19 @@ export function countGroupCommit(
     [batch.complete.name, (config) => countBatch(counts.completions, config)],
   ]);
   // Queries pass as they came (a hot statement is a submittable with a callback: see hotQuery),
-  // and so does the pool's client class, which tells the engine they may.
+  // which the marker tells the engine.
   const send: SendQuery = pool.query.bind(pool);
   const query = (config: PgQueryConfig, callback?: unknown) => {
     if (config.name !== undefined) counters.get(config.name)?.(config);
     return send(config, callback);
   };
-  const counted: PgPoolLike & { Client?: unknown } = {
+  const counted: PgPoolLike & { [FORWARDS_HOT_QUERIES]: PgPoolLike } = {
     connect: () => pool.connect(),
     query,
     end: () => pool.end(),
     ...(pool.options === undefined ? {} : { options: pool.options }),
+    [FORWARDS_HOT_QUERIES]: pool,
   };
-  const client = (pool as { Client?: unknown }).Client;
-  if (client !== undefined) counted.Client = client;
   return {
     pool: counted,
     counts: () => structuredClone(counts),

@@ -140,9 +140,16 @@ class HotQuery {
     }
     const row: HotRow = {};
     const { names, parsers } = columns;
-    for (let i = 0; i < names.length; i++) {
-      const text = message.fields[i];
-      row[names[i] as string] = text === null || text === undefined ? null : parsers[i]!(text);
+    try {
+      for (let i = 0; i < names.length; i++) {
+        const text = message.fields[i];
+        row[names[i] as string] = text === null || text === undefined ? null : parsers[i]!(text);
+      }
+    } catch (error) {
+      // As pg: a parser that throws (one set with `pg.types.setTypeParser`) fails the query at
+      // its end, never the connection's message loop.
+      this.failure ??= error instanceof Error ? error : new Error(String(error));
+      return;
     }
     this.rows.push(row);
   }
@@ -179,15 +186,29 @@ type SubmittingPool = {
 };
 
 /**
- * Whether `pool` runs node-postgres's JavaScript client, which takes a submittable: pg's own
- * pool does, with its default client. Another pool (pg-native's, a wrapper of someone's) gets
- * ordinary queries.
+ * Set by a wrapper of a pool (a counting one, say) whose `query(config, callback)` hands a
+ * submittable and its callback to the pool it names, unchanged: the wrapper takes hot queries
+ * when that pool does.
+ */
+export const FORWARDS_HOT_QUERIES: unique symbol = Symbol('chargeonce.forwardsHotQueries');
+
+type MaybeForwarding = { [FORWARDS_HOT_QUERIES]?: PgPoolLike };
+
+/**
+ * Whether `pool` is node-postgres's own pool, from the copy of pg chargeonce depends on (8.23 or
+ * newer: its client attaches pg-pool's callback to a submittable), with its JavaScript client, its
+ * own `query`, and no pipeline mode (which refuses submittables). Anything else (pg-native's
+ * pool, another copy of pg, a subclass with a `query` of its own, a wrapper) gets ordinary
+ * queries.
  */
 export function takesHotQueries(pool: PgPoolLike): boolean {
-  const client = (pool as { Client?: { prototype?: Record<string, unknown> } }).Client;
+  const forwarded = (pool as MaybeForwarding)[FORWARDS_HOT_QUERIES];
+  if (forwarded) return takesHotQueries(forwarded);
   return (
-    typeof client?.prototype?.['_handleDataRow'] === 'function' &&
-    typeof client.prototype['_handleReadyForQuery'] === 'function'
+    pool instanceof pg.Pool &&
+    pool.query === pg.Pool.prototype.query &&
+    (pool as unknown as { Client?: unknown }).Client === pg.Client &&
+    (pool.options as { pipeline?: unknown }).pipeline !== true
   );
 }
 

@@ -10,6 +10,7 @@ import { sql } from 'slonik';
 import { z } from 'zod';
 import { batchStatements } from '../../src/store/batchStatements.js';
 import type { PgQueryConfig, PgQueryResult } from '../../src/store/pgPoolLike.js';
+import { FORWARDS_HOT_QUERIES } from '../../src/store/hotQuery.js';
 import { createFakeProvider } from '../../src/testing/index.js';
 import { gatedProvider } from '../support/gatedProvider.js';
 import { createTestDatabase, type TestDatabase } from '../support/testDatabase.js';
@@ -51,13 +52,12 @@ async function countKeys(merchantId: string, marked = false): Promise<number> {
 function noteBatchClaims(claimSizes: number[], completionSizes: number[] = []): PgPoolLike {
   const { claim, complete } = batchStatements(db.tables);
   const real = pool as PgPoolLike & {
-    Client: unknown;
     query(config: PgQueryConfig, callback?: unknown): Promise<PgQueryResult>;
   };
   return {
     options: pool.options,
     // The engine's own statements go as they would on the real pool (see hotQuery).
-    Client: real.Client,
+    [FORWARDS_HOT_QUERIES]: pool,
     connect: () => pool.connect(),
     end: () => pool.end(),
     query: (config: PgQueryConfig, callback?: unknown) => {

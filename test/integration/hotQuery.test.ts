@@ -1,7 +1,12 @@
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import pg from 'pg';
 import { prepared } from '../../src/store/hotStatements.js';
-import { queryPrepared, runHotQuery, takesHotQueries } from '../../src/store/hotQuery.js';
+import {
+  FORWARDS_HOT_QUERIES,
+  queryPrepared,
+  runHotQuery,
+  takesHotQueries,
+} from '../../src/store/hotQuery.js';
 import type { PgPoolLike } from '../../src/store/pgPoolLike.js';
 import { createTestDatabase, type TestDatabase } from '../support/testDatabase.js';
 import { startWireProxy, type WireProxy } from '../support/wireProxy.js';
@@ -114,17 +119,79 @@ describe('runHotQuery', () => {
 });
 
 describe('queryPrepared', () => {
-  it('runs as a submittable on pg pools only, and alike on anything else shaped like one', async () => {
+  const s = () => statement('SELECT $1::text AS t');
+  it("runs as a submittable on pg 8.23's own pool, and alike on anything else", async () => {
     const wrapper: PgPoolLike = {
       connect: () => pool.connect(),
       query: (config) => pool.query(config),
       end: () => Promise.resolve(),
     };
-    const s = statement('SELECT $1::text AS t');
+    // A pool with a `query` of its own (a subclass's, say), which hands no callback on.
+    const own = new pg.Pool({ connectionString: db.url, max: 1 });
+    const poolQuery = own.query.bind(own);
+    Object.assign(own, { query: (config: pg.QueryConfig) => poolQuery(config) });
+    const pipelineOption = { pipeline: true };
+    const pipelined = new pg.Pool({ connectionString: db.url, max: 1, ...pipelineOption });
+    const anotherClient = new pg.Pool({
+      connectionString: db.url,
+      max: 1,
+      Client: class extends pg.Client {},
+    });
+    const others: PgPoolLike[] = [wrapper, own, pipelined, anotherClient];
 
     expect(takesHotQueries(pool)).toBe(true);
-    expect(takesHotQueries(wrapper)).toBe(false);
-    expect(await queryPrepared(wrapper, s, ['w'])).toEqual([{ t: 'w' }]);
-    expect(await queryPrepared(pool, s, ['p'])).toEqual([{ t: 'p' }]);
+    expect(others.map(takesHotQueries)).toEqual([false, false, false, false]);
+    expect(await queryPrepared(pool, s(), ['p'])).toEqual([{ t: 'p' }]);
+    for (const other of others)
+      expect(await queryPrepared(other, s(), ['o'])).toEqual([{ t: 'o' }]);
+    await Promise.all([own.end(), pipelined.end(), anotherClient.end()]);
+  });
+
+  it('a wrapper that hands submittables on, marked so, takes them as its pool does', async () => {
+    const names: string[] = [];
+    const forwarding = {
+      connect: () => pool.connect(),
+      query: (config: pg.QueryConfig, callback?: unknown) => {
+        names.push(config.name ?? '');
+        return (pool.query as (c: unknown, cb?: unknown) => Promise<unknown>).call(
+          pool,
+          config,
+          callback,
+        );
+      },
+      end: () => Promise.resolve(),
+      [FORWARDS_HOT_QUERIES]: pool,
+    } as unknown as PgPoolLike;
+    const statement1 = s();
+    proxy.reset();
+
+    expect(takesHotQueries(forwarding)).toBe(true);
+    expect(await queryPrepared(forwarding, statement1, ['f'])).toEqual([{ t: 'f' }]);
+    expect(await queryPrepared(forwarding, statement1, ['g'])).toEqual([{ t: 'g' }]);
+    expect(names).toEqual([statement1.name, statement1.name]);
+    expect(proxy.stats().describes).toBe(1);
+  });
+});
+
+describe('a type parser that throws', () => {
+  it('fails the query, as pg does, and the pool goes on', async () => {
+    const numeric = 1700;
+    const original = pg.types.getTypeParser(numeric, 'text') as (value: string) => unknown;
+    pg.types.setTypeParser(numeric, () => {
+      throw new Error('parser says no');
+    });
+    try {
+      const failed: unknown = await runHotQuery(
+        pool,
+        statement('SELECT 1.5::numeric AS n'),
+        [],
+      ).catch((e: unknown) => e);
+      expect(String(failed)).toContain('parser says no');
+    } finally {
+      pg.types.setTypeParser(numeric, original);
+    }
+    expect(await runHotQuery(pool, statement('SELECT 2.5::numeric AS n'), [])).toEqual([
+      { n: '2.5' },
+    ]);
   });
 });
