@@ -1,8 +1,8 @@
 #!/usr/bin/env node
-import { databaseUrlOption } from './cli/databaseUrlOption.js';
 import { adminCommand, ADMIN_COMMANDS, processOutput } from './cli/adminCommands.js';
 import { chaosCommand } from './cli/chaosCommand.js';
 import { conformanceCommand } from './cli/conformanceCommand.js';
+import { databaseUrlOption } from './cli/databaseUrlOption.js';
 import { packageVersion } from './cli/packageVersion.js';
 import { parseCommandArgs, UsageError } from './cli/parseCommandArgs.js';
 import {

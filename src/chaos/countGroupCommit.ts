@@ -1,8 +1,8 @@
 import { batchStatements } from '../store/batchStatements.js';
 import { hotStatements } from '../store/hotStatements.js';
-import { FORWARDS_HOT_QUERIES } from '../store/hotQuery.js';
-import type { PgPoolLike, PgQueryConfig, PgQueryResult } from '../store/pgPoolLike.js';
+import type { PgPoolLike, PgQueryConfig } from '../store/pgPoolLike.js';
 import { tablesIn } from '../store/tables.js';
+import { watchedPool } from '../store/watchedPool.js';
 
 /** How one hot statement went to PostgreSQL: alone, or in batches of several keys. */
 export type BatchCounts = {
@@ -58,28 +58,13 @@ export function countGroupCommit(
     [batch.claim.name, (config) => countBatch(counts.claims, config)],
     [batch.complete.name, (config) => countBatch(counts.completions, config)],
   ]);
-  // Queries pass as they came (a hot statement is a submittable with a callback: see hotQuery),
-  // which the marker tells the engine.
-  const send: SendQuery = pool.query.bind(pool);
-  const query = (config: PgQueryConfig, callback?: unknown) => {
-    if (config.name !== undefined) counters.get(config.name)?.(config);
-    return send(config, callback);
-  };
-  const counted: PgPoolLike & { [FORWARDS_HOT_QUERIES]: PgPoolLike } = {
-    connect: () => pool.connect(),
-    query,
-    end: () => pool.end(),
-    ...(pool.options === undefined ? {} : { options: pool.options }),
-    [FORWARDS_HOT_QUERIES]: pool,
-  };
   return {
-    pool: counted,
+    pool: watchedPool(pool, (config) => {
+      if (config.name !== undefined) counters.get(config.name)?.(config);
+    }),
     counts: () => structuredClone(counts),
   };
 }
-
-/** node-postgres's `query`, which also takes a callback (a submittable's). */
-type SendQuery = (config: PgQueryConfig, callback?: unknown) => Promise<PgQueryResult>;
 
 /** A batch statement's first parameter holds one element per key. */
 function countBatch(counts: BatchCounts, config: PgQueryConfig): void {

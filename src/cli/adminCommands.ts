@@ -1,4 +1,3 @@
-import { databaseUrlOption } from './databaseUrlOption.js';
 import { createChargeEngine, type ChargeEngine } from '../engine/createChargeEngine.js';
 import type { ChargeHooks } from '../engine/types.js';
 import type { PaymentProvider } from '../provider/PaymentProvider.js';
@@ -7,6 +6,7 @@ import { migrate } from '../store/migrate.js';
 import { MAX_PAGE_SIZE } from '../admin/listKeys.js';
 import type { KeySummary, ResolveInput, ResolveResult } from '../admin/types.js';
 import { renderInspection, renderKeyList, type Rendering } from './adminRender.js';
+import { databaseUrlOption } from './databaseUrlOption.js';
 import { ADMIN_USAGE } from './adminUsage.js';
 import { loadProvider } from './loadProvider.js';
 import { parseCommandArgs, UsageError } from './parseCommandArgs.js';

@@ -1,4 +1,3 @@
-import { optionalDatabaseUrl } from './databaseUrlOption.js';
 import { randomInt } from 'node:crypto';
 import {
   DEFAULT_PROVIDER_FAULTS,
@@ -6,6 +5,7 @@ import {
   type ChaosOptions,
 } from '../chaos/resolveChaosOptions.js';
 import { runChaos } from '../chaos/runChaos.js';
+import { optionalDatabaseUrl } from './databaseUrlOption.js';
 import { parseCommandArgs } from './parseCommandArgs.js';
 import { createProgressBar } from './createProgressBar.js';
 import { renderChaosReport } from './renderChaosReport.js';
@@ -246,7 +246,7 @@ function renderProxyCounts(counts: Record<string, number | undefined>): string {
   return `Stripe requests through the fault proxy: ${parts.join(', ')}`;
 }
 
-/** `--database-url`, else `DATABASE_URL`, else an embedded PostgreSQL started for this run. */
+/** The URL given (`optionalDatabaseUrl`), else an embedded PostgreSQL started for this run. */
 async function openDatabase(
   url: string | undefined,
 ): Promise<{ url: string; stop: () => Promise<void> }> {

@@ -9,8 +9,7 @@ import {
 import { sql } from 'slonik';
 import { z } from 'zod';
 import { batchStatements } from '../../src/store/batchStatements.js';
-import type { PgQueryConfig, PgQueryResult } from '../../src/store/pgPoolLike.js';
-import { FORWARDS_HOT_QUERIES } from '../../src/store/hotQuery.js';
+import { watchedPool } from '../../src/store/watchedPool.js';
 import { createFakeProvider } from '../../src/testing/index.js';
 import { gatedProvider } from '../support/gatedProvider.js';
 import { createTestDatabase, type TestDatabase } from '../support/testDatabase.js';
@@ -51,22 +50,11 @@ async function countKeys(merchantId: string, marked = false): Promise<number> {
  */
 function noteBatchClaims(claimSizes: number[], completionSizes: number[] = []): PgPoolLike {
   const { claim, complete } = batchStatements(db.tables);
-  const real = pool as PgPoolLike & {
-    query(config: PgQueryConfig, callback?: unknown): Promise<PgQueryResult>;
-  };
-  return {
-    options: pool.options,
-    // The engine's own statements go as they would on the real pool (see hotQuery).
-    [FORWARDS_HOT_QUERIES]: pool,
-    connect: () => pool.connect(),
-    end: () => pool.end(),
-    query: (config: PgQueryConfig, callback?: unknown) => {
-      const size = () => (config.values?.[0] as unknown[]).length;
-      if (config.name === claim.name) claimSizes.push(size());
-      if (config.name === complete.name) completionSizes.push(size());
-      return real.query(config, callback);
-    },
-  } as PgPoolLike;
+  return watchedPool(pool, (config) => {
+    const size = () => (config.values?.[0] as unknown[]).length;
+    if (config.name === claim.name) claimSizes.push(size());
+    if (config.name === complete.name) completionSizes.push(size());
+  });
 }
 
 describe('group commit', () => {

@@ -1,12 +1,8 @@
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import pg from 'pg';
 import { prepared } from '../../src/store/hotStatements.js';
-import {
-  FORWARDS_HOT_QUERIES,
-  queryPrepared,
-  runHotQuery,
-  takesHotQueries,
-} from '../../src/store/hotQuery.js';
+import { queryPrepared, runHotQuery, takesHotQueries } from '../../src/store/hotQuery.js';
+import { watchedPool } from '../../src/store/watchedPool.js';
 import type { PgPoolLike } from '../../src/store/pgPoolLike.js';
 import { createTestDatabase, type TestDatabase } from '../support/testDatabase.js';
 import { startWireProxy, type WireProxy } from '../support/wireProxy.js';
@@ -149,19 +145,7 @@ describe('queryPrepared', () => {
 
   it('a wrapper that hands submittables on, marked so, takes them as its pool does', async () => {
     const names: string[] = [];
-    const forwarding = {
-      connect: () => pool.connect(),
-      query: (config: pg.QueryConfig, callback?: unknown) => {
-        names.push(config.name ?? '');
-        return (pool.query as (c: unknown, cb?: unknown) => Promise<unknown>).call(
-          pool,
-          config,
-          callback,
-        );
-      },
-      end: () => Promise.resolve(),
-      [FORWARDS_HOT_QUERIES]: pool,
-    } as unknown as PgPoolLike;
+    const forwarding = watchedPool(pool, (config) => names.push(config.name ?? ''));
     const statement1 = s();
     proxy.reset();
 
