@@ -8,7 +8,8 @@
 // or under `node --cpu-prof --import tsx scripts/bench/profileFresh.ts --designs engine` to see
 // the functions. Each run empties the tables, then times `calls` fresh charges per design and
 // concurrency, the order of the designs reversed from run to run; it prints Node CPU per call
-// (process.cpuUsage) of every run, the median per design and concurrency, and the median of the
+// (process.cpuUsage) and transactions committed per call (PostgreSQL's statistics: how well
+// group commit batched) of every run, the median per design and concurrency, and the median of the
 // per-run ratios to the floor (each taken between runs moments apart: the steadier figure on a
 // shared machine).
 //
@@ -72,6 +73,15 @@ const database = await createBenchDatabase(server.url);
 const admin = await createSlonikPool(database.url, 2);
 const provider = createBenchProvider();
 const measured: Measured[] = [];
+/** Transactions committed in the bench's database so far (PostgreSQL's statistics). */
+async function commitCount(): Promise<number> {
+  await admin.query(sql.unsafe`SELECT pg_stat_clear_snapshot()`);
+  return Number(
+    await admin.oneFirst(
+      sql.unsafe`SELECT xact_commit FROM pg_stat_database WHERE datname = current_database()`,
+    ),
+  );
+}
 try {
   await migrateSchemas(admin);
   for (const design of await createDesigns(database.url, designNames, poolSize, provider)) {
@@ -116,6 +126,7 @@ try {
         // Around the run as well, for the split of user and system time (this includes making
         // the keys and requests, which is the same for every design).
         const seeded = scenario === 'replay' ? await seedReplayKeys(design, 500) : [];
+        const commitsBefore = await commitCount();
         const before = process.cpuUsage();
         const result =
           scenario === 'replay'
@@ -128,11 +139,12 @@ try {
                 })
               : await runFresh(design, provider, { calls, concurrency });
         const spent = process.cpuUsage(before);
+        const commits = (await commitCount()) - commitsBefore;
         const series = `${label} c${concurrency}`;
         cpu.set(series, [...(cpu.get(series) ?? []), result.clientCpuUsPerCall]);
         thisRun.set(series, result.clientCpuUsPerCall);
         console.log(
-          `run ${run} ${series.padEnd(24)} ${result.clientCpuUsPerCall.toFixed(0).padStart(5)} µs/call (user ${(spent.user / calls).toFixed(0)}, system ${(spent.system / calls).toFixed(0)})  ${result.throughput.toFixed(0).padStart(5)}/s  p50 ${result.p50Ms.toFixed(2)} ms`,
+          `run ${run} ${series.padEnd(24)} ${result.clientCpuUsPerCall.toFixed(0).padStart(5)} µs/call (user ${(spent.user / calls).toFixed(0)}, system ${(spent.system / calls).toFixed(0)})  ${result.throughput.toFixed(0).padStart(5)}/s  p50 ${result.p50Ms.toFixed(2)} ms  commits/call ${(commits / calls).toFixed(2)}`,
         );
       }
     }

@@ -136,14 +136,14 @@ export const CHARGE: OperationDefinition<ChargeRequest, KeyState, OwnedChargeKey
     }
   },
   replay: (state) => replayOf(state),
-  takeOver: async (env, input, lease, _v, state) => {
+  takeOver: async (env, input, lease, _v, state, scoped) => {
     const taken = await takeOverKey(await env.pool(), env.tables, input);
     if (!taken) return null;
     return {
       from: taken.recoveryPoint,
       attempt: state.attempts + 1,
       owned: {
-        scoped: { merchantId: input.merchantId, operation: input.operation, key: input.key },
+        scoped,
         lockToken: input.lockToken,
         point: taken.recoveryPoint,
         chargeId: taken.chargeId,

@@ -21,7 +21,7 @@ import {
   parkRefusedAnswer,
   type HeldKey,
 } from './parkKey.js';
-import { observePhase, observeProvider } from './observeCharge.js';
+import { noteAdopted, observePhase, observeProvider } from './observeCharge.js';
 import { releaseAfterFailure } from './releaseQuietly.js';
 import type { ChargeOutcome, CrashPoint } from './types.js';
 
@@ -88,7 +88,7 @@ export async function chargePhase(
   if (!checked.ok) return parkRefusedAnswer(env, heldKeyOf(charge), checked.reason);
   const providerCharge = checked.charge;
   const { adopted } = found;
-  env.observer.annotate({ 'chargeonce.adopted': adopted });
+  noteAdopted(charge.scoped, adopted);
   if (adopted) {
     env.observer.event({
       type: 'adopted',

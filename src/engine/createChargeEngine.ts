@@ -1,6 +1,7 @@
 import { InvalidConfigurationError, InvalidRequestError } from '../errors.js';
 import { validateChargeRequest, type ChargeRequest, type ValidatedRequest } from '../request.js';
 import { createObserver, SILENT_OBSERVER } from '../observability/observer.js';
+import { recordPendingTelemetry } from '../observability/recordLater.js';
 import { createGroupCommit } from '../store/groupCommit.js';
 import { createKeyWaiters } from '../store/keyWaiters.js';
 import { isPoolInput, resolvePool, type StorePools } from '../store/resolvePool.js';
@@ -345,6 +346,8 @@ export function createChargeEngine(options: ChargeEngineOptions): ChargeEngine {
       startRecovery({ sweep: sweepObserved, reap: reapObserved }, loopOptions),
     close: async () => {
       closed = true;
+      // Telemetry of calls that ended moments ago, recorded before the caller shuts its SDK down.
+      recordPendingTelemetry();
       env.readyPools = null;
       if (!resolved) return;
       // A pool that never came up has nothing to end.

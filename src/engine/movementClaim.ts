@@ -1,3 +1,4 @@
+import type { ScopedKey } from '../store/keyState.js';
 import { ChargeRejectedError } from '../errors.js';
 import {
   claimMovement,
@@ -41,11 +42,11 @@ export function movementHooksOf(env: EngineEnv, def: MovementDefinition): Moveme
 export async function claimMovementPhase(
   env: EngineEnv,
   def: MovementDefinition,
+  scoped: ScopedKey,
   input: MovementClaimInput,
 ): Promise<MovementClaim | RejectedMovement> {
   const pools = env.readyPools ?? (await env.pools());
   const hook = movementHooksOf(env, def).reserve;
-  const scoped = { merchantId: input.merchantId, operation: input.operation, key: input.key };
   return observePhase(
     env,
     'claim',

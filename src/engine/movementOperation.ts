@@ -52,7 +52,7 @@ export function movementOperation(
       );
       const reason = v.request.reason ?? null;
       const claimSentAt = env.clock.now();
-      const claim = await claimMovementPhase(env, def, {
+      const claim = await claimMovementPhase(env, def, scoped, {
         merchantId: scoped.merchantId,
         operation: scoped.operation,
         key: scoped.key,
@@ -101,14 +101,14 @@ export function movementOperation(
       }
     },
     replay: (state, v) => replayOf(state, v.request.chargeId),
-    takeOver: async (env, input, lease, v) => {
+    takeOver: async (env, input, lease, v, _state, scoped) => {
       const taken = await takeOverMovement(await env.pool(), env.tables, input);
       if (!taken) return null;
       return {
         from: 'reserved',
         attempt: taken.attempts,
         owned: {
-          scoped: { merchantId: input.merchantId, operation: input.operation, key: input.key },
+          scoped,
           lockToken: input.lockToken,
           def,
           chargeId: v.request.chargeId,

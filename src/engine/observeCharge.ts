@@ -1,9 +1,67 @@
-import type { Attributes, Span } from '@opentelemetry/api';
+import type { Attributes, Context, Span } from '@opentelemetry/api';
 import { errorType } from '../observability/observer.js';
+import {
+  callEnded,
+  callStarted,
+  providerCallEnded,
+  providerCallStarted,
+  recordLater,
+} from '../observability/recordLater.js';
 import { rejected } from '../rejected.js';
 import { ProviderTransientError } from '../provider/PaymentProvider.js';
 import type { ScopedKey } from '../store/keyState.js';
 import type { EngineEnv } from './engineEnv.js';
+
+/**
+ * A call's telemetry.
+ *
+ * Everything is timed as it happens (`performance.now()`), and recorded with those times when the
+ * call ends (through `recordLater`: while other calls are in flight, once the next batch has gone
+ * out). A span is started at once only when something may start spans inside it: the provider
+ * call's (an HTTP client's spans), a phase that runs a hook of the caller's (its SQL's), and the
+ * call's own as their parent. The rest are started backdated when the call is recorded. Spans
+ * and points are the same either way; what the hot path pays is a few clock readings.
+ */
+
+/** One step of a call: a phase's database work or a provider call. */
+type Step = {
+  /** `claim`, `complete`, or the provider call (`find`, `create`). */
+  name: string;
+  provider: boolean;
+  startedAt: number;
+  endedAt: number;
+  /** Started at once when the step's work may start spans of its own; else started later. */
+  span: Span | null;
+  failed: boolean;
+  error: unknown;
+};
+
+/** One call (`processCharge`, `processRefund`, …) while it runs. */
+type CallTrace = {
+  spanName: string;
+  scoped: ScopedKey;
+  startedAt: number;
+  /** The context the call was made in: its span's parent. */
+  context: Context | undefined;
+  /** The call's span, once a step needed it as a parent; else started when it is recorded. */
+  span: Span | null;
+  /** Learnt during the call: the recovery point its attempt started from, its number. */
+  from: string | null;
+  attempt: number;
+  /** Whether the provider's charge was adopted (null until the provider answered). */
+  adopted: boolean | null;
+  steps: Step[];
+  /** True once recorded: a step that ends later (a provider call that outlived its timeout) is recorded on its own. */
+  recorded: boolean;
+};
+
+/**
+ * The calls in flight, by their key object: every step of a call is given that same object
+ * (`ScopedKey`), and a step of a sweep or a reap (whose keys are not a call's) finds none. A
+ * `Map`, each call taken out as it ends: a `WeakMap` of short-lived keys costs the garbage
+ * collector more.
+ */
+const calls = new Map<ScopedKey, CallTrace>();
 
 /** The attributes every span of one call carries: never the request's amounts or metadata. */
 export function chargeAttributes(env: EngineEnv, scoped: ScopedKey): Attributes {
@@ -16,12 +74,17 @@ export function chargeAttributes(env: EngineEnv, scoped: ScopedKey): Attributes 
 }
 
 /**
+ * True when nothing is recorded (no tracer, no meter): the work then runs bare, its own promise
+ * returned as is. An async frame around it would cost a promise and its turns of the microtask
+ * queue on every call, four per charge, for nothing.
+ */
+function unobserved(env: EngineEnv): boolean {
+  return !env.observer.tracing && !env.observer.instruments;
+}
+
+/**
  * One `processCharge` (or `processRefund`, `processCapture`) under its span (`spanName`), with
  * its outcome counted and its end-to-end duration recorded (with the error code when it failed).
- *
- * A replay is one statement, so everything here is on its hot path and kept to what the telemetry
- * needs: the span is started and made active directly (no callback wrapped around the attempt), the
- * outcome's attributes are set once, at the end, and without a tracer or a meter nothing is done.
  */
 export function observeOperation<T extends { status: string; replayed: boolean }>(
   env: EngineEnv,
@@ -30,15 +93,6 @@ export function observeOperation<T extends { status: string; replayed: boolean }
   run: () => Promise<T>,
 ): Promise<T> {
   return unobserved(env) ? run() : observedOperation(env, spanName, scoped, run);
-}
-
-/**
- * True when nothing is recorded (no tracer, no meter): the work then runs bare, its own promise
- * returned as is. An async frame around it would cost a promise and its turns of the microtask
- * queue on every call, four per charge, for nothing.
- */
-function unobserved(env: EngineEnv): boolean {
-  return !env.observer.tracing && !env.observer.instruments;
 }
 
 /**
@@ -51,101 +105,194 @@ function observedOperation<T extends { status: string; replayed: boolean }>(
   scoped: ScopedKey,
   run: () => Promise<T>,
 ): Promise<T> {
-  const { observer } = env;
-  const instruments = observer.instruments;
-  const span = observer.tracing
-    ? observer.startCallSpan(spanName, chargeAttributes(env, scoped))
-    : null;
-  if (!span && !instruments) return run();
-  const startedAt = performance.now();
-  return (span ? observer.within(span, run) : run()).then(
+  const trace: CallTrace = {
+    spanName,
+    scoped,
+    startedAt: performance.now(),
+    context: env.observer.tracing ? env.observer.activeContext() : undefined,
+    span: null,
+    from: null,
+    attempt: 0,
+    adopted: null,
+    steps: [],
+    recorded: false,
+  };
+  calls.set(scoped, trace);
+  callStarted();
+  let running: Promise<T>;
+  try {
+    running = run();
+  } catch (error) {
+    running = rejected(error);
+  }
+  // Recorded before the call stops counting, so that a call alone records at once.
+  return running.then(
     (outcome) => {
-      if (span) {
-        endAttributes(span, outcome);
-        span.end();
-      }
-      instruments?.charged(scoped.operation, outcome, (performance.now() - startedAt) / 1000);
+      const endedAt = performance.now();
+      calls.delete(scoped);
+      recordLater(() => recordCall(env, trace, endedAt, outcome, undefined));
+      callEnded();
       return outcome;
     },
     (error: unknown) => {
-      const type = span ? observer.fail(span, error) : errorType(error);
-      span?.end();
-      instruments?.chargeFailed(scoped.operation, type, (performance.now() - startedAt) / 1000);
+      const endedAt = performance.now();
+      calls.delete(scoped);
+      recordLater(() => recordCall(env, trace, endedAt, null, error));
+      callEnded();
       throw error;
     },
   );
 }
 
 /**
- * The outcome's attributes, set at once. A replay (a stored outcome, or the outcome of the attempt
- * it joined) says here that it started from `completed`: the attempt that found the key completed
- * does not annotate the span itself, which would cost a replay a context lookup and a second
- * write of attributes.
+ * The recovery point the call's attempt started from, and its number (for the call's span); a
+ * sweep's or a reap's steps belong to no call, and note nothing.
  */
-function endAttributes(span: Span, outcome: { status: string; replayed: boolean }): void {
-  if (outcome.replayed) {
-    span.setAttributes({
-      'chargeonce.outcome.status': outcome.status,
-      'chargeonce.replayed': true,
-      'chargeonce.recovery_point': 'completed',
-    });
-  } else {
-    span.setAttributes({
-      'chargeonce.outcome.status': outcome.status,
-      'chargeonce.replayed': false,
-    });
-  }
+export function noteAttempt(scoped: ScopedKey, from: string, attempt: number): void {
+  const trace = calls.get(scoped);
+  if (!trace) return;
+  trace.from = from;
+  trace.attempt = attempt;
 }
 
-/** The statement of each phase, for its span's `db.operation.name`. */
-const PHASE_STATEMENT = { claim: 'INSERT', complete: 'UPDATE' } as const;
+/** Whether the call adopted the provider's charge (see `noteAttempt`). */
+export function noteAdopted(scoped: ScopedKey, adopted: boolean): void {
+  const trace = calls.get(scoped);
+  if (trace) trace.adopted = adopted;
+}
+
+/** What the call learnt while it ran, as its span's attributes. */
+function learntAttributes(trace: CallTrace, attributes: Attributes): Attributes {
+  if (trace.from !== null) {
+    attributes['chargeonce.recovery_point'] = trace.from;
+    attributes['chargeonce.attempt'] = trace.attempt;
+  }
+  if (trace.adopted !== null) attributes['chargeonce.adopted'] = trace.adopted;
+  return attributes;
+}
+
+/** The call's span, started now (backdated to the call's start) if it was not yet. */
+function callSpan(env: EngineEnv, trace: CallTrace, more?: Attributes): Span | null {
+  if (trace.span) return trace.span;
+  const attributes = learntAttributes(trace, chargeAttributes(env, trace.scoped));
+  if (more) Object.assign(attributes, more);
+  trace.span = env.observer.startCallSpan(
+    trace.spanName,
+    attributes,
+    trace.startedAt,
+    trace.context,
+  );
+  return trace.span;
+}
+
+/** Where a step of `trace` starts its span: as the call span's child. */
+function stepParent(env: EngineEnv, trace: CallTrace | undefined): Context | undefined {
+  if (!trace) return undefined;
+  const span = callSpan(env, trace);
+  return span ? env.observer.childContext(span, trace.context) : undefined;
+}
+
+/** The call's span, steps and points, with the times they happened at. */
+function recordCall(
+  env: EngineEnv,
+  trace: CallTrace,
+  endedAt: number,
+  outcome: { status: string; replayed: boolean } | null,
+  error: unknown,
+): void {
+  const { observer } = env;
+  trace.recorded = true;
+  const ending = outcome ? outcomeAttributes(outcome) : undefined;
+  // Started now, it takes every attribute at once; started earlier, it takes the rest.
+  const startedEarlier = trace.span !== null;
+  const span = observer.tracing ? callSpan(env, trace, ending) : null;
+  if (trace.steps.length > 0) {
+    const parent = span ? observer.childContext(span, trace.context) : undefined;
+    for (const step of trace.steps) recordStep(env, trace.scoped, step, parent);
+  }
+  if (span) {
+    if (startedEarlier) span.setAttributes(learntAttributes(trace, { ...ending }));
+    if (!outcome) observer.fail(span, error);
+    span.end(endedAt);
+  }
+  const instruments = observer.instruments;
+  if (!instruments) return;
+  const seconds = (endedAt - trace.startedAt) / 1000;
+  if (outcome) instruments.charged(trace.scoped.operation, outcome, seconds);
+  else instruments.chargeFailed(trace.scoped.operation, errorType(error), seconds);
+}
 
 /**
- * Runs one phase's database work under its span, recording its duration.
- *
- * The span is made active only when a hook of the caller's runs inside the phase, so that the
- * hook's own spans (its SQL, say) are its children. Otherwise the phase is one statement of ours,
- * which group commit may share with other charges: no span inside it could belong to this charge
- * alone, and the span stays a leaf, at no cost of context.
+ * The outcome's attributes. A replay (a stored outcome, or the outcome of the attempt it joined)
+ * says here that it started from `completed`: the attempt that found the key completed does not
+ * annotate the call itself.
  */
-export function observePhase<T>(
-  env: EngineEnv,
-  phase: 'claim' | 'complete',
-  scoped: ScopedKey,
-  work: () => Promise<T>,
-  hookRuns?: boolean,
-  replayed?: (result: T) => boolean,
-): Promise<T> {
-  if (unobserved(env)) return work();
-  const hooked = hookRuns ?? hookRunsIn(env, phase);
-  return replayed && !hooked
-    ? observeClaimRead(env, phase, scoped, work, replayed)
-    : observedPhase(env, phase, scoped, work, hooked);
+function outcomeAttributes(outcome: { status: string; replayed: boolean }): Attributes {
+  return outcome.replayed
+    ? {
+        'chargeonce.outcome.status': outcome.status,
+        'chargeonce.replayed': true,
+        'chargeonce.recovery_point': 'completed',
+      }
+    : { 'chargeonce.outcome.status': outcome.status, 'chargeonce.replayed': false };
 }
 
-function observedPhase<T>(
+/** One step's span (started now, backdated, unless it was started at once) and point. */
+function recordStep(
   env: EngineEnv,
-  phase: 'claim' | 'complete',
   scoped: ScopedKey,
-  work: () => Promise<T>,
-  hookRuns: boolean,
-): Promise<T> {
+  step: Step,
+  parent: Context | undefined,
+): void {
   const { observer } = env;
-  const instruments = observer.instruments;
-  const span = observer.tracing
-    ? observer.startSpan(`chargeonce.${phase}`, phaseAttributes(env, phase, scoped))
-    : null;
-  if (!span && !instruments) return work();
-  const startedAt = performance.now();
-  return whenSettled(
-    () => (span && hookRuns ? observer.within(span, work) : work()),
-    (failed, error) => {
-      if (span) {
-        if (failed) observer.fail(span, error);
-        span.end();
-      }
-      instruments?.phaseDuration((performance.now() - startedAt) / 1000, phase);
-    },
+  const span =
+    step.span ??
+    observer.startSpan(
+      step.provider ? `chargeonce.provider.${step.name}` : `chargeonce.${step.name}`,
+      step.provider ? chargeAttributes(env, scoped) : phaseAttributes(env, step.name, scoped),
+      step.startedAt,
+      parent,
+    );
+  if (span) {
+    if (step.failed) observer.fail(span, step.error);
+    span.end(step.endedAt);
+  }
+  const seconds = (step.endedAt - step.startedAt) / 1000;
+  if (!step.provider) {
+    observer.instruments?.phaseDuration(seconds, step.name);
+    return;
+  }
+  const outcome = !step.failed
+    ? 'answered'
+    : step.error instanceof ProviderTransientError
+      ? 'transient'
+      : 'error';
+  observer.instruments?.providerDuration(seconds, step.name, outcome);
+}
+
+/**
+ * A step done: kept with its call, to be recorded with it. A step of no call (a sweep's) is
+ * recorded on its own, under `parent` (the context it ran in), and so is one that ended after its
+ * call was recorded, under the call's span.
+ */
+function stepDone(
+  env: EngineEnv,
+  trace: CallTrace | undefined,
+  scoped: ScopedKey,
+  step: Step,
+  parent: Context | undefined,
+): void {
+  if (trace && !trace.recorded) {
+    trace.steps.push(step);
+    return;
+  }
+  recordLater(() =>
+    recordStep(
+      env,
+      scoped,
+      step,
+      trace?.span ? env.observer.childContext(trace.span, trace.context) : parent,
+    ),
   );
 }
 
@@ -157,7 +304,7 @@ function observedPhase<T>(
  */
 function whenSettled<T>(
   work: () => Promise<T>,
-  after: (failed: boolean, error?: unknown) => void,
+  after: (failed: boolean, error: unknown, value: T | undefined) => void,
 ): Promise<T> {
   let running: Promise<T>;
   try {
@@ -167,71 +314,80 @@ function whenSettled<T>(
   }
   return running.then(
     (value) => {
-      after(false);
+      after(false, undefined, value);
       return value;
     },
     (error: unknown) => {
-      after(true, error);
+      after(true, error, undefined);
       throw error;
     },
   );
 }
 
+/** The statement of each phase, for its span's `db.operation.name`. */
+const PHASE_STATEMENT: Record<string, string> = { claim: 'INSERT', complete: 'UPDATE' };
+
 /**
- * A claim that may turn out to be a replay: its span is started (backdated) and its duration
- * recorded once the statement answered, and only when it was not a replay. A replay is that one
- * statement and nothing else, so the call's own span (`recovery_point: completed`) and its
- * end-to-end duration already say all a phase's would, and recording them again would cost a
- * replay a good part of what its telemetry costs. A failed claim is recorded as such.
+ * Runs one phase's database work, timed, to be recorded with its call (a span and a point).
+ *
+ * The span is started at once, and made active, only when a hook of the caller's runs inside the
+ * phase, so that the hook's own spans (its SQL, say) are its children. Otherwise the phase is one
+ * statement of ours, which group commit may share with other charges: no span inside it could
+ * belong to this charge alone, and its span is started when the call is recorded, backdated.
+ *
+ * `replayed` says when a claim turned out to be a replay: that one statement is all a replay is,
+ * and the call's own span (`recovery_point: completed`) and duration already say all the phase's
+ * would, so nothing is kept for it.
  */
-function observeClaimRead<T>(
+export function observePhase<T>(
   env: EngineEnv,
   phase: 'claim' | 'complete',
   scoped: ScopedKey,
   work: () => Promise<T>,
-  replayed: (result: T) => boolean,
+  hookRuns?: boolean,
+  replayed?: (result: T) => boolean,
 ): Promise<T> {
+  if (unobserved(env)) return work();
   const { observer } = env;
+  const hooked = hookRuns ?? hookRunsIn(env, phase);
   const startedAt = performance.now();
-  // A promise chain, as observedOperation's.
-  return work().then(
-    (result) => {
-      if (!replayed(result)) {
-        observer
-          .startSpan(`chargeonce.${phase}`, phaseAttributes(env, phase, scoped), startedAt)
-          ?.end();
-        observer.instruments?.phaseDuration((performance.now() - startedAt) / 1000, phase);
-      }
-      return result;
-    },
-    (error: unknown) => {
-      const span = observer.startSpan(
+  const trace = calls.get(scoped);
+  const span = hooked
+    ? observer.startSpan(
         `chargeonce.${phase}`,
         phaseAttributes(env, phase, scoped),
+        undefined,
+        stepParent(env, trace),
+      )
+    : null;
+  // A step of no call starts its span later, in the context it ran in (a sweep pass's).
+  const parent = !trace && !span && observer.tracing ? observer.activeContext() : undefined;
+  return whenSettled(
+    () => (span ? observer.within(span, work) : work()),
+    (failed, error, result) => {
+      if (!failed && !hooked && replayed?.(result as T)) return;
+      const step: Step = {
+        name: phase,
+        provider: false,
         startedAt,
-      );
-      if (span) {
-        observer.fail(span, error);
-        span.end();
-      }
-      observer.instruments?.phaseDuration((performance.now() - startedAt) / 1000, phase);
-      throw error;
+        endedAt: performance.now(),
+        span,
+        failed,
+        error,
+      };
+      stepDone(env, trace, scoped, step, parent);
     },
   );
 }
 
 /** A phase span's attributes: the charge's, and the database's after OpenTelemetry's conventions. */
-function phaseAttributes(
-  env: EngineEnv,
-  phase: 'claim' | 'complete',
-  scoped: ScopedKey,
-): Attributes {
+function phaseAttributes(env: EngineEnv, phase: string, scoped: ScopedKey): Attributes {
   const attributes: Attributes = {
     'chargeonce.merchant_id': scoped.merchantId,
     'chargeonce.operation': scoped.operation,
     'db.system.name': 'postgresql',
     'db.collection.name': 'idempotency_keys',
-    'db.operation.name': PHASE_STATEMENT[phase],
+    'db.operation.name': PHASE_STATEMENT[phase] ?? phase,
   };
   if (env.observer.recordKeys) attributes['chargeonce.key'] = scoped.key;
   return attributes;
@@ -244,39 +400,41 @@ function hookRunsIn(env: EngineEnv, phase: 'claim' | 'complete'): boolean {
     : env.hooks.complete !== undefined;
 }
 
-/** One provider call under its span (`chargeonce.provider.find` / `.create`), timed. */
+/**
+ * One provider call, timed: its span (`chargeonce.provider.find` / `.create`) is recorded with
+ * the call, backdated. While the adapter runs, the call's own span is the active one, so that
+ * the adapter's spans (an HTTP client's) are the call's children, beside the provider span: that
+ * costs one span started at once per charge, where a provider span started at once as well would
+ * cost two, on every charge's path.
+ */
 export function observeProvider<T>(
   env: EngineEnv,
   scoped: ScopedKey,
   call: 'find' | 'create',
   work: () => Promise<T>,
 ): Promise<T> {
-  return unobserved(env) ? work() : observedProvider(env, scoped, call, work);
-}
-
-function observedProvider<T>(
-  env: EngineEnv,
-  scoped: ScopedKey,
-  call: 'find' | 'create',
-  work: () => Promise<T>,
-): Promise<T> {
+  if (unobserved(env)) return work();
   const { observer } = env;
   const startedAt = performance.now();
-  // Active while the adapter runs, so that its own spans (an HTTP client's) are children.
-  const span = observer.startSpan(`chargeonce.provider.${call}`, chargeAttributes(env, scoped));
+  const trace = calls.get(scoped);
+  const callSpanNow = trace && observer.tracing ? callSpan(env, trace) : null;
+  // A step of no call (a sweep's) starts its span later, in the context it ran in.
+  const parent = !trace && observer.tracing ? observer.activeContext() : undefined;
+  providerCallStarted();
   return whenSettled(
-    () => (span ? observer.within(span, work) : work()),
+    () => (callSpanNow ? observer.within(callSpanNow, work) : work()),
     (failed, error) => {
-      if (span) {
-        if (failed) observer.fail(span, error);
-        span.end();
-      }
-      const outcome = !failed
-        ? 'answered'
-        : error instanceof ProviderTransientError
-          ? 'transient'
-          : 'error';
-      observer.instruments?.providerDuration((performance.now() - startedAt) / 1000, call, outcome);
+      providerCallEnded();
+      const step: Step = {
+        name: call,
+        provider: true,
+        startedAt,
+        endedAt: performance.now(),
+        span: null,
+        failed,
+        error,
+      };
+      stepDone(env, trace, scoped, step, parent);
     },
   );
 }

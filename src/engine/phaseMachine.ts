@@ -8,7 +8,7 @@ import { withStore } from '../store/storeErrors.js';
 import { examineExistingKey, type ExistingKey } from './existingKey.js';
 import { waitInProgress } from './waitInProgress.js';
 import { joinOrRun, type SharedAttempts } from './sharedAttempts.js';
-import { observeOperation } from './observeCharge.js';
+import { noteAttempt, observeOperation } from './observeCharge.js';
 
 /** A request after validation: its key, canonical text and fingerprint. */
 export type KeyedRequest<R> = { key: string; request: R; canonical: string; fingerprint: string };
@@ -69,6 +69,8 @@ export type OperationDefinition<R, State, Owned, Outcome extends OperationOutcom
     lease: HeldLease,
     v: KeyedRequest<R>,
     state: State,
+    /** The call's own key object: the telemetry of the call is found by it (see observeCharge). */
+    scoped: ScopedKey,
   ): Promise<TakenOver<Owned> | null>;
   /** Runs the owned key's phases, from its recovery point, to the outcome. */
   finish(env: EngineEnv, owned: Owned, v: KeyedRequest<R>): Promise<Outcome>;
@@ -189,7 +191,7 @@ async function attempt<R, State, Owned, Outcome extends OperationOutcome>(
         from: 'new',
         attempt: 1,
       });
-      env.observer.annotate({ 'chargeonce.recovery_point': 'new', 'chargeonce.attempt': 1 });
+      noteAttempt(scoped, 'new', 1);
       crashPoint(env, 'afterClaimCommit', scoped);
       // Without `separateClaim` the reservation committed with the claim.
       if (claim.point === 'reserved') crashPoint(env, 'afterReserveCommit', scoped);
@@ -215,7 +217,7 @@ async function attempt<R, State, Owned, Outcome extends OperationOutcome>(
     lockToken,
     leaseMs: env.leaseMs,
   };
-  const taken = await withStore(() => def.takeOver(env, input, lease, v, claim.state));
+  const taken = await withStore(() => def.takeOver(env, input, lease, v, claim.state, scoped));
   if (!taken) return null;
   env.observer.event({
     type: 'claimed',
@@ -224,10 +226,7 @@ async function attempt<R, State, Owned, Outcome extends OperationOutcome>(
     from: taken.from,
     attempt: taken.attempt,
   });
-  env.observer.annotate({
-    'chargeonce.recovery_point': taken.from,
-    'chargeonce.attempt': taken.attempt,
-  });
+  noteAttempt(scoped, taken.from, taken.attempt);
   if (env.faults) await stallPoint(env, 'afterClaimCommit', scoped);
   return def.finish(env, taken.owned, v);
 }

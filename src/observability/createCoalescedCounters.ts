@@ -1,3 +1,4 @@
+import { recordPendingTelemetry } from './recordLater.js';
 import type { Attributes, Meter, Observable } from '@opentelemetry/api';
 
 /** A counter that sums its adds here and hands them to the SDK when a reader collects. */
@@ -25,6 +26,8 @@ export function createCoalescedCounters(
 ): (name: string, description: string) => CoalescedCounter {
   const flushes: (() => void)[] = [];
   meter.addBatchObservableCallback(() => {
+    // What calls that ended moments ago left to record (see recordLater) is read with the rest.
+    recordPendingTelemetry();
     for (const flush of flushes) flush();
   }, [collectOn]);
 

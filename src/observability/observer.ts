@@ -1,7 +1,8 @@
-import type { Attributes, Meter, Span, Tracer } from '@opentelemetry/api';
+import type { Attributes, Context, Meter, Span, Tracer } from '@opentelemetry/api';
 import type { ChargeOnceEvent } from './events.js';
 import { createEventSink, type EventLogger, type EventSink } from './eventSink.js';
 import { createInstruments, type Instruments } from './instruments.js';
+import { telemetryFailed } from './recordLater.js';
 
 /** Options of the engine's telemetry (OpenTelemetry), all optional. */
 export type TelemetryOptions = {
@@ -39,21 +40,30 @@ export type Observer = {
    * a callback. `startTime` (a `performance.now()` reading) backdates a span started only once
    * its work is known to deserve one. Null without a tracer.
    */
-  startSpan(name: string, attributes: Attributes, startTime?: number): Span | null;
+  startSpan(
+    name: string,
+    attributes: Attributes,
+    startTime?: number,
+    parent?: Context,
+  ): Span | null;
   /**
-   * Starts the span of one call (`chargeonce.process_charge`, …), as `startSpan`: the span that
-   * `annotate` writes to while it is active.
+   * Starts the span of one call (`chargeonce.process_charge`, …), as `startSpan`, in the context
+   * the call was made in (`parent`, from `activeContext`).
    */
-  startCallSpan(name: string, attributes: Attributes): Span | null;
+  startCallSpan(
+    name: string,
+    attributes: Attributes,
+    startTime: number,
+    parent: Context | undefined,
+  ): Span | null;
+  /** The active context (undefined without the OpenTelemetry API): a call's spans start in it. */
+  activeContext(): Context | undefined;
+  /** `parent` (or the active context) with `span` as its span: where `span`'s children start. */
+  childContext(span: Span, parent: Context | undefined): Context | undefined;
   /** Runs `work` with `span` active, so that the spans started inside it are its children. */
   within<T>(span: Span, work: () => Promise<T>): Promise<T>;
   /** Marks `span` as failed with `error`'s code (`error.type`, status ERROR); returns the code. */
   fail(span: Span, error: unknown): string;
-  /**
-   * Adds attributes to the active span when it is a call's (the charge's own, between its child
-   * spans), and to no other: a sweep pass's span is not one charge's.
-   */
-  annotate(attributes: Attributes): void;
   /** The instruments (no-op ones until an SDK is registered). */
   readonly instruments: Instruments | null;
   /** False when no span can start (no tracer): the hot path then builds no span attributes. */
@@ -97,19 +107,22 @@ export async function createObserver(options: {
   const statusError = otel?.SpanStatusCode.ERROR ?? 2;
   const isTracing = tracingCheck(otel, tracer, telemetry?.tracer !== undefined);
 
-  const startSpan = (name: string, attributes: Attributes, startTime?: number): Span | null =>
-    tracer && isTracing()
-      ? tracer.startSpan(name, startTime === undefined ? { attributes } : { attributes, startTime })
-      : null;
-  // The spans of calls, which `annotate` may write to.
-  const callSpans = new WeakSet<Span>();
+  const startSpan = (
+    name: string,
+    attributes: Attributes,
+    startTime?: number,
+    parent?: Context,
+  ): Span | null =>
+    tracer && isTracing() ? startQuietly(tracer, name, attributes, startTime, parent) : null;
   let contextChecked = false;
-  const startCallSpan = (name: string, attributes: Attributes): Span | null => {
-    const span = startSpan(name, attributes);
-    if (span) {
-      callSpans.add(span);
-      if (!contextChecked && otel) contextChecked = warnWithoutContextManager(otel);
-    }
+  const startCallSpan = (
+    name: string,
+    attributes: Attributes,
+    startTime: number,
+    parent: Context | undefined,
+  ): Span | null => {
+    const span = startSpan(name, attributes, startTime, parent);
+    if (span && !contextChecked && otel) contextChecked = warnWithoutContextManager(otel);
     return span;
   };
   // Without the API there is no context to carry the span in: its children become roots.
@@ -143,13 +156,11 @@ export async function createObserver(options: {
       if (sink.enabled) sink.emit(event);
       instruments?.countEvent(event);
     },
-    annotate(attributes) {
-      if (!tracer) return;
-      const active = otel?.trace.getActiveSpan();
-      if (active && callSpans.has(active)) active.setAttributes(attributes);
-    },
     startSpan,
     startCallSpan,
+    activeContext: () => otel?.context.active(),
+    childContext: (span, parent) =>
+      otel ? otel.trace.setSpan(parent ?? otel.context.active(), span) : undefined,
     within,
     fail,
     span(name, attributes, work) {
@@ -157,6 +168,26 @@ export async function createObserver(options: {
       return span ? inSpan(span, work) : work(null);
     },
   };
+}
+
+/** A span, or null when the tracer threw (said once): a broken tracer never fails a call. */
+function startQuietly(
+  tracer: Tracer,
+  name: string,
+  attributes: Attributes,
+  startTime: number | undefined,
+  parent: Context | undefined,
+): Span | null {
+  try {
+    return tracer.startSpan(
+      name,
+      startTime === undefined ? { attributes } : { attributes, startTime },
+      parent,
+    );
+  } catch (error) {
+    telemetryFailed(error);
+    return null;
+  }
 }
 
 /**
@@ -184,8 +215,8 @@ function tracingCheck(
 /**
  * Says once, on `console.warn`, when no OpenTelemetry context manager carries the active span
  * (an SDK registered the usual way brings one; a tracer passed in options may come without):
- * then a call's child spans become roots, and the attributes set during a call (its recovery
- * point, attempt, adopted) never reach its span. Returns true: checked.
+ * then the spans a provider adapter or a hook of the caller's starts are not children of
+ * chargeonce's (chargeonce's own spans name their parents themselves). Returns true: checked.
  */
 function warnWithoutContextManager(otel: typeof import('@opentelemetry/api')): boolean {
   const probe = otel.trace.wrapSpanContext(otel.INVALID_SPAN_CONTEXT);
@@ -196,8 +227,8 @@ function warnWithoutContextManager(otel: typeof import('@opentelemetry/api')): b
   if (!carried) {
     console.warn(
       'chargeonce: spans are recorded but no OpenTelemetry context manager is registered: ' +
-        "a call's child spans become roots and its span misses the attributes set during the " +
-        'call. Register one (the Node SDK does; or context.setGlobalContextManager(new ' +
+        "the spans a provider adapter or a hook starts will not be children of chargeonce's. " +
+        'Register one (the Node SDK does; or context.setGlobalContextManager(new ' +
         'AsyncLocalStorageContextManager().enable()) from @opentelemetry/context-async-hooks).',
     );
   }
@@ -210,10 +241,11 @@ export const SILENT_OBSERVER: Observer = {
   tracing: false,
   recordKeys: false,
   event: () => {},
-  annotate: () => {},
   span: (_name, _attributes, work) => work(null),
   startSpan: () => null,
   startCallSpan: () => null,
+  activeContext: () => undefined,
+  childContext: () => undefined,
   within: (_span, work) => work(),
   fail: (_span, error) => errorType(error),
 };

@@ -53,6 +53,17 @@ export function createSharedLoad(): { at: (limit: () => number) => SharedLoad } 
  */
 const nextTurn = setImmediate;
 
+/** Batches gathered in this turn of the event loop, by every batcher, and not yet sent. */
+let gatheringNow = 0;
+
+/**
+ * How many batchers are gathering a batch that goes out at the end of this turn of the event
+ * loop: work that can wait (telemetry) waits for them, so as not to hold the batch back.
+ */
+export function batchesGathering(): number {
+  return gatheringNow;
+}
+
 /** One call waiting for its batch, with its identity. */
 type Waiting<I, O> = {
   input: I;
@@ -203,8 +214,10 @@ export function createBatcher<I, O>(runner: BatchRunner<I, O>): (input: I) => Pr
   const gather = (): void => {
     if (gathering) return;
     gathering = true;
+    gatheringNow += 1;
     nextTurn(() => {
       gathering = false;
+      gatheringNow -= 1;
       flush();
     });
   };

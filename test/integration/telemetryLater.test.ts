@@ -1,0 +1,152 @@
+import { afterAll, beforeAll, beforeEach, describe, expect, it, vi } from 'vitest';
+import { context, type Span, type Tracer } from '@opentelemetry/api';
+import { AsyncLocalStorageContextManager } from '@opentelemetry/context-async-hooks';
+import {
+  BasicTracerProvider,
+  InMemorySpanExporter,
+  SimpleSpanProcessor,
+  type ReadableSpan,
+} from '@opentelemetry/sdk-trace-base';
+import { MeterProvider, type DataPoint } from '@opentelemetry/sdk-metrics';
+import { createChargeEngine, type ChargeEngineOptions } from '../../src/index.js';
+import { createFakeProvider } from '../../src/testing/index.js';
+import { OnDemandMetricReader } from '../../scripts/support/onDemandMetricReader.js';
+import { createTestDatabase, type TestDatabase } from '../support/testDatabase.js';
+import { aKey, aRequest, waitFor } from '../support/charges.js';
+
+// Calls that end while others are in flight record their spans and points a turn or two later
+// (off the path of the next batch): all of them, with the times they happened at.
+
+let db: TestDatabase;
+const spans = new InMemorySpanExporter();
+const tracerProvider = new BasicTracerProvider({
+  spanProcessors: [new SimpleSpanProcessor(spans)],
+});
+let reader: OnDemandMetricReader;
+let meterProvider: MeterProvider;
+
+beforeAll(async () => {
+  db = await createTestDatabase();
+  context.setGlobalContextManager(new AsyncLocalStorageContextManager().enable());
+});
+afterAll(async () => {
+  context.disable();
+  await db.drop();
+});
+beforeEach(() => {
+  spans.reset();
+  reader = new OnDemandMetricReader();
+  meterProvider = new MeterProvider({ readers: [reader] });
+});
+
+function engineWith(tracer: Tracer, options: Partial<ChargeEngineOptions> = {}) {
+  return createChargeEngine({
+    pool: db.pgPool,
+    provider: createFakeProvider(),
+    sweepGraceMs: 0,
+    telemetry: { tracer, meter: meterProvider.getMeter('test') },
+    ...options,
+  });
+}
+
+const named = (name: string) => spans.getFinishedSpans().filter((s) => s.name === name);
+const ms = ([seconds, nanos]: [number, number]) => seconds * 1e3 + nanos / 1e6;
+const childrenOf = (parent: ReadableSpan) =>
+  spans
+    .getFinishedSpans()
+    .filter((s) => s.parentSpanContext?.spanId === parent.spanContext().spanId);
+
+async function durationPoints(name: string): Promise<number> {
+  const { resourceMetrics } = await reader.collect();
+  const metric = resourceMetrics.scopeMetrics
+    .flatMap((s) => s.metrics)
+    .find((m) => m.descriptor.name === name);
+  return ((metric?.dataPoints ?? []) as DataPoint<{ count: number }>[]).reduce(
+    (total, p) => total + p.value.count,
+    0,
+  );
+}
+
+describe('telemetry recorded after the call', () => {
+  it('concurrent calls: every span, under its own call, in the order and times its steps ran', async () => {
+    const engine = engineWith(tracerProvider.getTracer('test'));
+    const calls = 8;
+    await Promise.all(
+      Array.from({ length: calls }, () => engine.processCharge(aKey(), aRequest())),
+    );
+    // Every point is recorded, whether its call recorded at once or later.
+    expect(await durationPoints('chargeonce.process_charge.duration')).toBe(calls);
+    expect(await durationPoints('chargeonce.provider.duration')).toBe(calls);
+
+    await waitFor(() => Promise.resolve(named('chargeonce.process_charge').length === calls));
+    for (const call of named('chargeonce.process_charge')) {
+      const steps = childrenOf(call).sort((a, b) => ms(a.startTime) - ms(b.startTime));
+      expect(steps.map((s) => s.name)).toEqual([
+        'chargeonce.claim',
+        'chargeonce.provider.create',
+        'chargeonce.complete',
+      ]);
+      expect(call.attributes).toMatchObject({ 'chargeonce.recovery_point': 'new' });
+      // Each step within its call and after the one before it. Across spans, to the SDK's
+      // precision: it places each span's times through Date.now(), in whole milliseconds.
+      let at = ms(call.startTime);
+      for (const step of steps) {
+        expect(ms(step.startTime)).toBeGreaterThanOrEqual(at - 1);
+        expect(ms(step.endTime)).toBeGreaterThan(ms(step.startTime));
+        at = ms(step.endTime);
+      }
+      expect(ms(call.endTime)).toBeGreaterThanOrEqual(at - 1);
+      expect(ms(call.endTime) - ms(call.startTime)).toBeGreaterThan(
+        steps.reduce((total, s) => total + ms(s.endTime) - ms(s.startTime), 0),
+      );
+    }
+    await engine.close();
+  });
+
+  it('closing the engine records what waited, before its first pause', async () => {
+    const engine = engineWith(tracerProvider.getTracer('test'));
+    await Promise.all([1, 2, 3, 4].map(() => engine.processCharge(aKey(), aRequest())));
+
+    const closing = engine.close();
+    // Synchronously, as `close` started: a caller shutting its SDK down next loses nothing.
+    expect(named('chargeonce.process_charge')).toHaveLength(4);
+    await closing;
+  });
+
+  it('a tracer whose spans throw on end never fails a charge; it is said once', async () => {
+    const real = tracerProvider.getTracer('test');
+    const throwing = {
+      startSpan: (...args: Parameters<Tracer['startSpan']>): Span => {
+        const span = real.startSpan(...args);
+        span.end = () => {
+          throw new Error('exporter broke');
+        };
+        return span;
+      },
+      startActiveSpan: real.startActiveSpan.bind(real),
+    };
+    const warn = vi.spyOn(console, 'warn').mockImplementation(() => {});
+    try {
+      const engine = engineWith(throwing);
+      const first = await engine.processCharge(aKey(), aRequest());
+      const second = await engine.processCharge(aKey(), aRequest());
+
+      // And one that throws as it starts a span, at once (the call's, as the provider is called).
+      const broken = engineWith({
+        startSpan: () => {
+          throw new Error('tracer broke');
+        },
+        startActiveSpan: real.startActiveSpan.bind(real),
+      });
+      const third = await broken.processCharge(aKey(), aRequest());
+
+      expect([first.status, second.status, third.status]).toEqual(Array(3).fill('succeeded'));
+      const said = warn.mock.calls.filter((c) => String(c[0]).includes('recording telemetry'));
+      expect(said).toHaveLength(1);
+      await engine.close();
+      await broken.close();
+    } finally {
+      warn.mockRestore();
+    }
+  });
+});
