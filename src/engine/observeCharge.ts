@@ -6,6 +6,7 @@ import {
   providerCallEnded,
   providerCallStarted,
   recordLater,
+  telemetryFailed,
 } from '../observability/recordLater.js';
 import { rejected } from '../rejected.js';
 import { ProviderTransientError } from '../provider/PaymentProvider.js';
@@ -109,7 +110,8 @@ function observedOperation<T extends { status: string; replayed: boolean }>(
     spanName,
     scoped,
     startedAt: performance.now(),
-    context: env.observer.tracing ? env.observer.activeContext() : undefined,
+    // Taken whether or not anyone traces yet: an SDK registered mid-call still finds the parent.
+    context: env.observer.activeContext(),
     span: null,
     from: null,
     attempt: 0,
@@ -207,19 +209,35 @@ function recordCall(
   const startedEarlier = trace.span !== null;
   const span = observer.tracing ? callSpan(env, trace, ending) : null;
   if (trace.steps.length > 0) {
-    const parent = span ? observer.childContext(span, trace.context) : undefined;
+    // Without the call's span (a tracer that threw), its steps are still the caller's.
+    const parent = span ? observer.childContext(span, trace.context) : trace.context;
     for (const step of trace.steps) recordStep(env, trace.scoped, step, parent);
   }
+  // Each part on its own: a tracer that throws costs its spans, never the call's points.
   if (span) {
-    if (startedEarlier) span.setAttributes(learntAttributes(trace, { ...ending }));
-    if (!outcome) observer.fail(span, error);
-    span.end(endedAt);
+    quietly(() => {
+      // What the call learnt, then its outcome (a replay's `completed` over a takeover's point).
+      if (startedEarlier) span.setAttributes(Object.assign(learntAttributes(trace, {}), ending));
+      if (!outcome) observer.fail(span, error);
+      span.end(endedAt);
+    });
   }
   const instruments = observer.instruments;
   if (!instruments) return;
   const seconds = (endedAt - trace.startedAt) / 1000;
-  if (outcome) instruments.charged(trace.scoped.operation, outcome, seconds);
-  else instruments.chargeFailed(trace.scoped.operation, errorType(error), seconds);
+  quietly(() => {
+    if (outcome) instruments.charged(trace.scoped.operation, outcome, seconds);
+    else instruments.chargeFailed(trace.scoped.operation, errorType(error), seconds);
+  });
+}
+
+/** Runs one part of a call's recording; what it throws is said once and dropped. */
+function quietly(record: () => void): void {
+  try {
+    record();
+  } catch (error) {
+    telemetryFailed(error);
+  }
 }
 
 /**
@@ -254,12 +272,14 @@ function recordStep(
       parent,
     );
   if (span) {
-    if (step.failed) observer.fail(span, step.error);
-    span.end(step.endedAt);
+    quietly(() => {
+      if (step.failed) observer.fail(span, step.error);
+      span.end(step.endedAt);
+    });
   }
   const seconds = (step.endedAt - step.startedAt) / 1000;
   if (!step.provider) {
-    observer.instruments?.phaseDuration(seconds, step.name);
+    quietly(() => observer.instruments?.phaseDuration(seconds, step.name));
     return;
   }
   const outcome = !step.failed
@@ -267,7 +287,7 @@ function recordStep(
     : step.error instanceof ProviderTransientError
       ? 'transient'
       : 'error';
-  observer.instruments?.providerDuration(seconds, step.name, outcome);
+  quietly(() => observer.instruments?.providerDuration(seconds, step.name, outcome));
 }
 
 /**
@@ -291,7 +311,11 @@ function stepDone(
       env,
       scoped,
       step,
-      trace?.span ? env.observer.childContext(trace.span, trace.context) : parent,
+      trace
+        ? trace.span
+          ? env.observer.childContext(trace.span, trace.context)
+          : trace.context
+        : parent,
     ),
   );
 }

@@ -6,7 +6,7 @@ import { batchesGathering } from '../store/createBatcher.js';
  * calls are in flight, recording it at once would keep them waiting: under group commit the
  * callers a batch answers run one after the other, and the next batch goes out only once they
  * all have, so every microsecond spent recording is spent while the database waits. It is
- * recorded a turn or two of the event loop later instead, once the batch gathered in this turn
+ * recorded within a few turns of the event loop instead, once the batch gathered in this turn
  * has gone out and no provider call of ours is about to answer: while the database works on
  * that batch.
  */
@@ -44,7 +44,7 @@ export function providerCallEnded(): void {
 }
 
 /**
- * Records `record` now when the calling call is the only one in flight, else a turn or two
+ * Records `record` now when the calling call is the only one in flight, else within a few turns
  * later (see above). A record that throws is dropped, with one warning: telemetry never breaks
  * a charge.
  */

@@ -143,6 +143,9 @@ describe('telemetry recorded after the call', () => {
       expect([first.status, second.status, third.status]).toEqual(Array(3).fill('succeeded'));
       const said = warn.mock.calls.filter((c) => String(c[0]).includes('recording telemetry'));
       expect(said).toHaveLength(1);
+      // The spans were lost, the points were not: each part of a recording stands on its own.
+      expect(await durationPoints('chargeonce.process_charge.duration')).toBe(3);
+      expect(await durationPoints('chargeonce.provider.duration')).toBe(3);
       await engine.close();
       await broken.close();
     } finally {
