@@ -6,7 +6,7 @@ import {
   providerCallEnded,
   providerCallStarted,
   recordLater,
-  telemetryFailed,
+  recordQuietly,
 } from '../observability/recordLater.js';
 import { rejected } from '../rejected.js';
 import { ProviderTransientError } from '../provider/PaymentProvider.js';
@@ -121,29 +121,13 @@ function observedOperation<T extends { status: string; replayed: boolean }>(
   };
   calls.set(scoped, trace);
   callStarted();
-  let running: Promise<T>;
-  try {
-    running = run();
-  } catch (error) {
-    running = rejected(error);
-  }
-  // Recorded before the call stops counting, so that a call alone records at once.
-  return running.then(
-    (outcome) => {
-      const endedAt = performance.now();
-      calls.delete(scoped);
-      recordLater(() => recordCall(env, trace, endedAt, outcome, undefined));
-      callEnded();
-      return outcome;
-    },
-    (error: unknown) => {
-      const endedAt = performance.now();
-      calls.delete(scoped);
-      recordLater(() => recordCall(env, trace, endedAt, null, error));
-      callEnded();
-      throw error;
-    },
-  );
+  return whenSettled(run, (failed, error, outcome) => {
+    const endedAt = performance.now();
+    calls.delete(scoped);
+    // Recorded before the call stops counting, so that a call alone records at once.
+    recordLater(() => recordCall(env, trace, endedAt, failed ? null : (outcome as T), error));
+    callEnded();
+  });
 }
 
 /**
@@ -215,7 +199,7 @@ function recordCall(
   }
   // Each part on its own: a tracer that throws costs its spans, never the call's points.
   if (span) {
-    quietly(() => {
+    recordQuietly(() => {
       // What the call learnt, then its outcome (a replay's `completed` over a takeover's point).
       if (startedEarlier) span.setAttributes(Object.assign(learntAttributes(trace, {}), ending));
       if (!outcome) observer.fail(span, error);
@@ -225,19 +209,10 @@ function recordCall(
   const instruments = observer.instruments;
   if (!instruments) return;
   const seconds = (endedAt - trace.startedAt) / 1000;
-  quietly(() => {
+  recordQuietly(() => {
     if (outcome) instruments.charged(trace.scoped.operation, outcome, seconds);
     else instruments.chargeFailed(trace.scoped.operation, errorType(error), seconds);
   });
-}
-
-/** Runs one part of a call's recording; what it throws is said once and dropped. */
-function quietly(record: () => void): void {
-  try {
-    record();
-  } catch (error) {
-    telemetryFailed(error);
-  }
 }
 
 /**
@@ -272,14 +247,14 @@ function recordStep(
       parent,
     );
   if (span) {
-    quietly(() => {
+    recordQuietly(() => {
       if (step.failed) observer.fail(span, step.error);
       span.end(step.endedAt);
     });
   }
   const seconds = (step.endedAt - step.startedAt) / 1000;
   if (!step.provider) {
-    quietly(() => observer.instruments?.phaseDuration(seconds, step.name));
+    recordQuietly(() => observer.instruments?.phaseDuration(seconds, step.name));
     return;
   }
   const outcome = !step.failed
@@ -287,7 +262,7 @@ function recordStep(
     : step.error instanceof ProviderTransientError
       ? 'transient'
       : 'error';
-  quietly(() => observer.instruments?.providerDuration(seconds, step.name, outcome));
+  recordQuietly(() => observer.instruments?.providerDuration(seconds, step.name, outcome));
 }
 
 /**

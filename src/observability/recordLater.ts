@@ -79,7 +79,8 @@ function drain(): void {
   recordPendingTelemetry();
 }
 
-function recordQuietly(record: Record): void {
+/** Runs `record`; what it throws is said once (`telemetryFailed`) and dropped. */
+export function recordQuietly(record: Record): void {
   try {
     record();
   } catch (error) {
