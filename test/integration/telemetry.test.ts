@@ -1,91 +1,38 @@
-import { afterAll, beforeAll, beforeEach, describe, expect, it } from 'vitest';
-import { context, type Attributes } from '@opentelemetry/api';
-import { AsyncLocalStorageContextManager } from '@opentelemetry/context-async-hooks';
-import {
-  BasicTracerProvider,
-  InMemorySpanExporter,
-  SimpleSpanProcessor,
-  type ReadableSpan,
-} from '@opentelemetry/sdk-trace-base';
-import { MeterProvider, type DataPoint, type MetricData } from '@opentelemetry/sdk-metrics';
+import { describe, expect, it } from 'vitest';
+import { context } from '@opentelemetry/api';
+import type { ReadableSpan } from '@opentelemetry/sdk-trace-base';
 import { createChargeEngine, type ChargeEngineOptions } from '../../src/index.js';
 import { createFetchHandler } from '../../src/http/index.js';
 import { createFakeProvider } from '../../src/testing/index.js';
-import { OnDemandMetricReader } from '../../scripts/support/onDemandMetricReader.js';
-import { createTestDatabase, type TestDatabase } from '../support/testDatabase.js';
+import { useTelemetrySdk } from '../support/telemetrySdk.js';
 import { aKey, aRequest, expireLease, seedInterruptedKey, waitFor } from '../support/charges.js';
 
 // Spans and metric points through the OpenTelemetry SDK's in-memory exporters.
 
-let db: TestDatabase;
-const spans = new InMemorySpanExporter();
-const tracerProvider = new BasicTracerProvider({
-  spanProcessors: [new SimpleSpanProcessor(spans)],
-});
-const contextManager = new AsyncLocalStorageContextManager();
-let reader: OnDemandMetricReader;
-let meterProvider: MeterProvider;
-
-beforeAll(async () => {
-  db = await createTestDatabase();
-  context.setGlobalContextManager(contextManager.enable());
-});
-afterAll(async () => {
-  context.disable();
-  await db.drop();
-});
-beforeEach(() => {
-  spans.reset();
-  reader = new OnDemandMetricReader();
-  meterProvider = new MeterProvider({ readers: [reader] });
-});
+const sdk = useTelemetrySdk();
+const { spans, tracerProvider, contextManager, named, metric, histogramCount, sum } = sdk;
 
 function engineWith(options: Partial<ChargeEngineOptions> = {}) {
   const provider = createFakeProvider();
   const engine = createChargeEngine({
-    pool: db.pgPool,
+    pool: sdk.db.pgPool,
     provider,
     sweepGraceMs: 0,
     telemetry: {
       tracer: tracerProvider.getTracer('test'),
-      meter: meterProvider.getMeter('test'),
+      meter: sdk.meter(),
     },
     ...options,
   });
   return { engine, provider };
 }
 
-const named = (name: string) => spans.getFinishedSpans().filter((s) => s.name === name);
 const only = (name: string): ReadableSpan => {
   const found = named(name);
   expect(found, name).toHaveLength(1);
   return found[0] as ReadableSpan;
 };
 const parentOf = (span: ReadableSpan) => span.parentSpanContext?.spanId;
-
-async function metric(name: string): Promise<MetricData | undefined> {
-  const { resourceMetrics } = await reader.collect();
-  return resourceMetrics.scopeMetrics
-    .flatMap((s) => s.metrics)
-    .find((m) => m.descriptor.name === name);
-}
-
-/** Measurements a histogram recorded, in the points whose attributes include `attributes`. */
-async function histogramCount(name: string, attributes: Attributes = {}): Promise<number> {
-  const data = await metric(name);
-  const points = (data?.dataPoints ?? []) as DataPoint<{ count: number }>[];
-  return points
-    .filter((p) => Object.entries(attributes).every(([k, v]) => p.attributes[k] === v))
-    .reduce((total, p) => total + p.value.count, 0);
-}
-
-async function sum(name: string, attributes: Attributes = {}): Promise<number> {
-  const data = await metric(name);
-  const points = (data?.dataPoints ?? []) as DataPoint<number>[];
-  return points
-    .filter((p) => Object.entries(attributes).every(([k, v]) => p.attributes[k] === v))
-    .reduce((total, p) => total + p.value, 0);
-}
 
 describe('OpenTelemetry', () => {
   it('a fresh charge: one process span with claim, provider and completion children', async () => {
@@ -122,7 +69,7 @@ describe('OpenTelemetry', () => {
     const { engine } = engineWith({
       telemetry: {
         tracer: tracerProvider.getTracer('test'),
-        meter: meterProvider.getMeter('test'),
+        meter: sdk.meter(),
         recordKeys: true,
       },
     });
@@ -315,7 +262,7 @@ describe('OpenTelemetry', () => {
     const key = aKey();
     provider.failNext('failAfterCharge');
     await engine.processCharge(key, aRequest({ merchantId })).catch(() => null);
-    await expireLease(db.pool, db.tables, merchantId, key);
+    await expireLease(sdk.db.pool, sdk.db.tables, merchantId, key);
     spans.reset();
 
     await engine.sweep();
@@ -330,8 +277,8 @@ describe('OpenTelemetry', () => {
   it('recovery started with the engine: its first pass is counted', async () => {
     const merchantId = 'm_otel_recovery';
     const key = aKey();
-    await seedInterruptedKey(db.pool, db.tables, key, aRequest({ merchantId }), 'started');
-    await expireLease(db.pool, db.tables, merchantId, key);
+    await seedInterruptedKey(sdk.db.pool, sdk.db.tables, key, aRequest({ merchantId }), 'started');
+    await expireLease(sdk.db.pool, sdk.db.tables, merchantId, key);
     const { engine } = engineWith();
     const stop = new AbortController();
     const passes: number[] = [];
@@ -376,8 +323,8 @@ describe('OpenTelemetry', () => {
     const { engine } = engineWith();
     const merchantId = 'm_otel_sweep';
     const key = aKey();
-    await seedInterruptedKey(db.pool, db.tables, key, aRequest({ merchantId }), 'reserved');
-    await expireLease(db.pool, db.tables, merchantId, key);
+    await seedInterruptedKey(sdk.db.pool, sdk.db.tables, key, aRequest({ merchantId }), 'reserved');
+    await expireLease(sdk.db.pool, sdk.db.tables, merchantId, key);
 
     await engine.sweep();
     await engine.reap();

@@ -1,71 +1,32 @@
-import { afterAll, beforeAll, beforeEach, describe, expect, it, vi } from 'vitest';
-import { context, type Span, type Tracer } from '@opentelemetry/api';
-import { AsyncLocalStorageContextManager } from '@opentelemetry/context-async-hooks';
-import {
-  BasicTracerProvider,
-  InMemorySpanExporter,
-  SimpleSpanProcessor,
-  type ReadableSpan,
-} from '@opentelemetry/sdk-trace-base';
-import { MeterProvider, type DataPoint } from '@opentelemetry/sdk-metrics';
+import { describe, expect, it, vi } from 'vitest';
+import type { Span, Tracer } from '@opentelemetry/api';
+import type { ReadableSpan } from '@opentelemetry/sdk-trace-base';
 import { createChargeEngine, type ChargeEngineOptions } from '../../src/index.js';
 import { createFakeProvider } from '../../src/testing/index.js';
-import { OnDemandMetricReader } from '../../scripts/support/onDemandMetricReader.js';
-import { createTestDatabase, type TestDatabase } from '../support/testDatabase.js';
+import { useTelemetrySdk } from '../support/telemetrySdk.js';
 import { aKey, aRequest, waitFor } from '../support/charges.js';
 
 // Calls that end while others are in flight record their spans and points a turn or two later
 // (off the path of the next batch): all of them, with the times they happened at.
 
-let db: TestDatabase;
-const spans = new InMemorySpanExporter();
-const tracerProvider = new BasicTracerProvider({
-  spanProcessors: [new SimpleSpanProcessor(spans)],
-});
-let reader: OnDemandMetricReader;
-let meterProvider: MeterProvider;
-
-beforeAll(async () => {
-  db = await createTestDatabase();
-  context.setGlobalContextManager(new AsyncLocalStorageContextManager().enable());
-});
-afterAll(async () => {
-  context.disable();
-  await db.drop();
-});
-beforeEach(() => {
-  spans.reset();
-  reader = new OnDemandMetricReader();
-  meterProvider = new MeterProvider({ readers: [reader] });
-});
+const sdk = useTelemetrySdk();
+const { spans, tracerProvider, named, histogramCount } = sdk;
 
 function engineWith(tracer: Tracer, options: Partial<ChargeEngineOptions> = {}) {
   return createChargeEngine({
-    pool: db.pgPool,
+    pool: sdk.db.pgPool,
     provider: createFakeProvider(),
     sweepGraceMs: 0,
-    telemetry: { tracer, meter: meterProvider.getMeter('test') },
+    telemetry: { tracer, meter: sdk.meter() },
     ...options,
   });
 }
 
-const named = (name: string) => spans.getFinishedSpans().filter((s) => s.name === name);
 const ms = ([seconds, nanos]: [number, number]) => seconds * 1e3 + nanos / 1e6;
 const childrenOf = (parent: ReadableSpan) =>
   spans
     .getFinishedSpans()
     .filter((s) => s.parentSpanContext?.spanId === parent.spanContext().spanId);
-
-async function durationPoints(name: string): Promise<number> {
-  const { resourceMetrics } = await reader.collect();
-  const metric = resourceMetrics.scopeMetrics
-    .flatMap((s) => s.metrics)
-    .find((m) => m.descriptor.name === name);
-  return ((metric?.dataPoints ?? []) as DataPoint<{ count: number }>[]).reduce(
-    (total, p) => total + p.value.count,
-    0,
-  );
-}
 
 describe('telemetry recorded after the call', () => {
   it('concurrent calls: every span, under its own call, in the order and times its steps ran', async () => {
@@ -75,8 +36,8 @@ describe('telemetry recorded after the call', () => {
       Array.from({ length: calls }, () => engine.processCharge(aKey(), aRequest())),
     );
     // Every point is recorded, whether its call recorded at once or later.
-    expect(await durationPoints('chargeonce.process_charge.duration')).toBe(calls);
-    expect(await durationPoints('chargeonce.provider.duration')).toBe(calls);
+    expect(await histogramCount('chargeonce.process_charge.duration')).toBe(calls);
+    expect(await histogramCount('chargeonce.provider.duration')).toBe(calls);
 
     await waitFor(() => Promise.resolve(named('chargeonce.process_charge').length === calls));
     for (const call of named('chargeonce.process_charge')) {
@@ -144,8 +105,8 @@ describe('telemetry recorded after the call', () => {
       const said = warn.mock.calls.filter((c) => String(c[0]).includes('recording telemetry'));
       expect(said).toHaveLength(1);
       // The spans were lost, the points were not: each part of a recording stands on its own.
-      expect(await durationPoints('chargeonce.process_charge.duration')).toBe(3);
-      expect(await durationPoints('chargeonce.provider.duration')).toBe(3);
+      expect(await histogramCount('chargeonce.process_charge.duration')).toBe(3);
+      expect(await histogramCount('chargeonce.provider.duration')).toBe(3);
       await engine.close();
       await broken.close();
     } finally {
