@@ -12,6 +12,7 @@ import {
   type RecoveryCommandOptions,
 } from './cli/recoveryCommands.js';
 import { renderError, wantsJson } from './cli/reportError.js';
+import { InvalidRequestError } from './errors.js';
 
 const USAGE = `Usage: chargeonce <command> [options]
 
@@ -52,12 +53,17 @@ Options:
   --json                 print JSON
   -h, --help             print this help (or: chargeonce <command> --help)
   -v, --version          print chargeonce's version
+
+Exit status: 0 done; 1 failed, or (inspect, requeue, resolve) no such key to act on;
+2 a wrong command line, nothing ran.
 `;
 
 function numberOption(value: string | undefined, name: string): number | undefined {
   if (value === undefined) return undefined;
   const n = Number(value);
-  if (!Number.isInteger(n) || n < 0) throw new Error(`--${name} must be a non-negative integer`);
+  if (!Number.isInteger(n) || n < 0) {
+    throw new UsageError(`--${name} must be a non-negative integer, got ${value}`, undefined);
+  }
   return n;
 }
 
@@ -108,15 +114,22 @@ async function main(argv: string[]): Promise<number> {
     process.stdout.write(USAGE);
     return command || values.help ? 0 : 2;
   }
+  // sweep, reap and status take no argument of their own: a stray one is a mistyped option.
+  if (positionals.length > 1) {
+    throw new UsageError(`unexpected argument '${positionals[1]}'`, undefined);
+  }
   const databaseUrl = databaseUrlOption(values['database-url'], undefined);
   const onAbandoned = values['on-abandoned'];
   if (onAbandoned !== undefined && onAbandoned !== 'cancel' && onAbandoned !== 'complete') {
-    throw new Error('--on-abandoned must be cancel or complete');
+    throw new UsageError('--on-abandoned must be cancel or complete', undefined);
   }
   // Narrowed above; TypeScript keeps `string` through the spread below without this.
   const abandonedMode: 'cancel' | 'complete' | undefined = onAbandoned;
   if (values.operation !== undefined && (command === 'reap' || command === 'status')) {
-    throw new Error(`--operation applies to sweep and requeue; ${command} covers every operation`);
+    throw new UsageError(
+      `--operation applies to sweep and requeue; ${command} covers every operation`,
+      undefined,
+    );
   }
   const options: RecoveryCommandOptions = {
     databaseUrl,
@@ -159,6 +172,8 @@ main(argv).then(
   (error: unknown) => {
     // Under --json one JSON object, an error in the options themselves included.
     process.stderr.write(renderError(error, wantsJson(argv)));
-    process.exitCode = 1;
+    // A wrong command line (nothing ran) is told apart from a failure: 2, as for no command. A
+    // value the engine refused (a merchant id with a space at an edge, a forged cursor) is one.
+    process.exitCode = error instanceof UsageError || error instanceof InvalidRequestError ? 2 : 1;
   },
 );

@@ -1,5 +1,6 @@
 import { InvalidRequestError, type FieldIssue } from '../errors.js';
 import { isValidIdempotencyKey } from '../idempotencyKey.js';
+import { exactId } from '../request.js';
 import type { ScopedKey } from '../store/keyState.js';
 
 /** An operation name, as the engine's `operation` option takes it. */
@@ -35,6 +36,20 @@ export function inputIssues() {
       }
       return true;
     },
+    /**
+     * An id as `processCharge` takes it (a merchant's): stored and compared exactly, so one with
+     * a space at an edge (pasted) is refused here rather than reported as no such key.
+     */
+    id(field: string, value: unknown, required: boolean): value is string {
+      if (value === undefined || value === null) {
+        if (required) issues.push({ field, message: 'is required' });
+        return false;
+      }
+      const parsed = exactId.safeParse(value);
+      if (parsed.success) return true;
+      issues.push({ field, message: parsed.error.issues[0]?.message ?? 'is not an id' });
+      return false;
+    },
     /** Throws `InvalidRequestError` naming every issue found: nothing was read or written. */
     done() {
       if (issues.length > 0) throw new InvalidRequestError(issues);
@@ -64,7 +79,7 @@ export function readTarget(
     string,
     unknown
   >;
-  issues.text('merchantId', t.merchantId, MAX_TEXT.id, true);
+  issues.id('merchantId', t.merchantId, true);
   if (!isValidIdempotencyKey(t.key)) {
     issues.add('key', 'must be 1 to 255 printable ASCII characters');
   }

@@ -2,7 +2,7 @@ import type { EngineEnv } from '../engine/engineEnv.js';
 import { RECOVERY_POINTS, type RecoveryPoint } from '../store/keyState.js';
 import { listKeysPage, type KeyPosition } from '../store/listKeysPage.js';
 import { withStore } from '../store/storeErrors.js';
-import { checkOperation, inputIssues, MAX_TEXT } from './adminInput.js';
+import { checkOperation, inputIssues } from './adminInput.js';
 import {
   decodeCursor,
   differingFilters,
@@ -55,7 +55,7 @@ function readListOptions(options: ListKeysOptions) {
   if (point !== undefined && !(RECOVERY_POINTS as readonly unknown[]).includes(point)) {
     issues.add('point', `must be one of ${RECOVERY_POINTS.join(', ')}`);
   }
-  if (merchantId !== undefined) issues.text('merchantId', merchantId, MAX_TEXT.id, true);
+  if (merchantId !== undefined) issues.id('merchantId', merchantId, true);
   if (operation !== undefined) checkOperation(issues, operation);
   if (
     olderThan !== undefined &&

@@ -1,4 +1,5 @@
 import type { KeyInspection, KeySummary } from '../admin/types.js';
+import type { ChargeTotals } from '../store/readKeyDetails.js';
 
 /** How a command's lines look: aligned tables for a person at a terminal, plain lines for a pipe. */
 export type Rendering = { tty: boolean; columns: number };
@@ -68,6 +69,19 @@ export function renderKeyList(keys: readonly KeySummary[], rendering: Rendering)
   return renderTable(LIST_HEADER, keys.map(listCells), rendering.columns);
 }
 
+/** A charge's totals on one line: captured (an authorization's), refunded, and what is held. */
+function totalsText(totals: ChargeTotals): string {
+  const parts = [
+    ...(totals.authorizedOnly ? [`authorized only, captured ${totals.capturedMinor ?? 0}`] : []),
+    `refunded ${totals.refundedMinor}`,
+  ];
+  const held = [
+    ...(totals.captureReservedMinor ? [`${totals.captureReservedMinor} by a capture`] : []),
+    ...(totals.refundReservedMinor > 0 ? [`${totals.refundReservedMinor} by refunds`] : []),
+  ];
+  return `${parts.join(', ')}${held.length > 0 ? `; held: ${held.join(', ')}` : ''}`;
+}
+
 /** `inspect`'s report: labelled lines (aligned on a terminal), then history and audit trail. */
 export function renderInspection(found: KeyInspection, rendering: Rendering): string[] {
   const { charge, movement, lease, outcome } = found;
@@ -99,6 +113,8 @@ export function renderInspection(found: KeyInspection, rendering: Rendering): st
       ],
       ['provider key', movement.providerKey],
       [`provider ${movement.kind}`, movement.providerMovementId ?? NONE],
+      // What the charge has left: a person resolving this one weighs it against that.
+      ['charge totals', movement.chargeTotals ? totalsText(movement.chargeTotals) : NONE],
     );
   } else {
     fields.push(['charge', charge === null ? NONE : `${charge.id} ${charge.status}`]);
@@ -109,6 +125,7 @@ export function renderInspection(found: KeyInspection, rendering: Rendering): st
       ['provider key', charge.providerKey],
       ['provider charge', charge.providerChargeId ?? NONE],
       ['decline code', charge.declineCode ?? NONE],
+      ['totals', totalsText(charge.totals)],
     );
   }
   fields.push(['outcome', outcome === null ? NONE : `HTTP ${outcome.httpStatus} ${outcome.body}`]);

@@ -6,7 +6,8 @@ import {
 } from '../chaos/resolveChaosOptions.js';
 import { runChaos } from '../chaos/runChaos.js';
 import { optionalDatabaseUrl } from './databaseUrlOption.js';
-import { parseCommandArgs } from './parseCommandArgs.js';
+import { parseCommandArgs, UsageError } from './parseCommandArgs.js';
+import { InvalidConfigurationError } from '../errors.js';
 import { createProgressBar } from './createProgressBar.js';
 import { renderChaosReport } from './renderChaosReport.js';
 
@@ -179,7 +180,13 @@ export async function chaosCommand(
 
   // Checked before anything starts: a bad flag costs no database and no emulator (the URL is
   // a stand-in; the run's own is known once the database is up).
-  resolveChaosOptions({ ...options, databaseUrl: 'postgres://checked-before-start' });
+  try {
+    resolveChaosOptions({ ...options, databaseUrl: 'postgres://checked-before-start' });
+  } catch (error) {
+    // The settings came from this command line: a wrong one is a usage error (exit 2).
+    if (error instanceof InvalidConfigurationError) throw new UsageError(error.message, 'chaos');
+    throw error;
+  }
   const databaseUrl = optionalDatabaseUrl(values['database-url'], 'chaos');
   const stripe = values.provider === 'stripe' ? await startStripe(options) : null;
   try {

@@ -2,7 +2,7 @@ import { parseArgs, type ParseArgsConfig } from 'node:util';
 
 /**
  * The command line was wrong: `cli.ts` prints the message with where to find the usage, and
- * exits 1. Nothing ran.
+ * exits 2. Nothing ran.
  */
 export class UsageError extends Error {
   /** The usage to point at: `chargeonce --help`, or `chargeonce chaos --help`. */

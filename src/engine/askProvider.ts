@@ -24,6 +24,8 @@ export type WhenNotFound = 'create' | 'cancel';
 export type ProviderStep = {
   /** A leased key at `reserved`. */
   held: LeasedKey;
+  /** The charge, refund or capture the key guards: what a `lease_lost` event names. */
+  subjectId: string;
   /** False only when no earlier attempt can have called the provider under this key. */
   mayHaveActed: boolean;
   /** When the intent was written; null when this attempt just wrote it. */
@@ -55,7 +57,7 @@ export type ProviderAnswer =
 export async function askProvider(env: EngineEnv, step: ProviderStep): Promise<ProviderAnswer> {
   const observe = step.observe ?? ((_call, work) => work());
   // The lease must outlast the whole budget below: see coverProviderBudget.
-  const renewal = coverProviderBudget(env, step.held);
+  const renewal = coverProviderBudget(env, step.held, step.subjectId);
   if (renewal) await renewal;
   const deadline = Math.min(
     env.clock.now() + env.providerTimeoutMs,

@@ -269,6 +269,7 @@ function obtainProviderCharge(
   };
   return askProvider(env, {
     held: charge,
+    subjectId: charge.chargeId,
     mayHaveActed: charge.providerMayHaveCharged,
     reservation: charge.reservation,
     whenNotFound,

@@ -34,13 +34,14 @@ import type {
   ResolveResult,
 } from '../admin/types.js';
 import { CHARGE } from './chargeOperation.js';
+import { observeRefusal } from './observeCharge.js';
 import { CAPTURE, REFUND } from './movementDefinitions.js';
 import { movementOperation } from './movementOperation.js';
 import { processOperation, type OperationOutcome } from './phaseMachine.js';
 import type { SharedAttempts } from './sharedAttempts.js';
 import { validateCaptureRequest, validateRefundRequest } from '../movementRequest.js';
 import { rejected } from '../rejected.js';
-import { REFUSED_AT_EDGE, type RefusalCounter, type RefusedOperation } from './refusedAtEdge.js';
+import { REFUSED_AT_EDGE, type RefusalCounter } from './refusedAtEdge.js';
 import type { ChargeEngineOptions, ChargeOutcome, MonotonicClock } from './types.js';
 import type {
   CaptureOutcome,
@@ -263,7 +264,7 @@ export function createChargeEngine(options: ChargeEngineOptions): ChargeEngine {
     try {
       v = validateChargeRequest(key, request);
     } catch (error) {
-      env.observer.instruments?.invalid(env.operation);
+      observeRefusal(env, CHARGE.spanName, env.operation, key, request, error);
       return rejected(error);
     }
     if (!serving)
@@ -271,12 +272,20 @@ export function createChargeEngine(options: ChargeEngineOptions): ChargeEngine {
     return processOperation(env, CHARGE, v, sharedAttempts);
   };
 
-  /** Validates a refund's or capture's request, counting it when refused (400). */
-  const validated = <T>(operation: RefusedOperation, validate: () => T): T => {
+  /** Validates a refund's or capture's request, counting it (and its span) when refused (400). */
+  const validated = <T>(
+    operation: 'refund' | 'capture',
+    spanName: string,
+    key: unknown,
+    request: unknown,
+    validate: () => T,
+  ): T => {
     try {
       return validate();
     } catch (error) {
-      if (error instanceof InvalidRequestError) env.observer.instruments?.invalid(operation);
+      if (error instanceof InvalidRequestError) {
+        observeRefusal(env, spanName, operation, key, request, error);
+      }
       throw error;
     }
   };
@@ -300,7 +309,9 @@ export function createChargeEngine(options: ChargeEngineOptions): ChargeEngine {
     },
     processRefund: async (key, request) => {
       if (!observing) await observerReady;
-      const v = validated('refund', () => validateRefundRequest(key, request));
+      const v = validated('refund', REFUND_OPERATION.spanName, key, request, () =>
+        validateRefundRequest(key, request),
+      );
       REFUND.requireProvider(env.provider);
       if (!serving) await startServing();
       const outcome = await processOperation(env, REFUND_OPERATION, v, sharedAttempts);
@@ -316,7 +327,9 @@ export function createChargeEngine(options: ChargeEngineOptions): ChargeEngine {
     },
     processCapture: async (key, request) => {
       if (!observing) await observerReady;
-      const v = validated('capture', () => validateCaptureRequest(key, request));
+      const v = validated('capture', CAPTURE_OPERATION.spanName, key, request, () =>
+        validateCaptureRequest(key, request),
+      );
       CAPTURE.requireProvider(env.provider);
       if (!serving) await startServing();
       const outcome = await processOperation(env, CAPTURE_OPERATION, v, sharedAttempts);

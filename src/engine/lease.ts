@@ -3,7 +3,7 @@ import type { ScopedKey } from '../store/keyState.js';
 import { renewLease } from '../store/renewLease.js';
 import { withStore } from '../store/storeErrors.js';
 import type { EngineEnv } from './engineEnv.js';
-import { leaseLost } from './leaseLost.js';
+import { lostLease } from './parkKey.js';
 import { releaseQuietly } from './releaseQuietly.js';
 
 /**
@@ -28,7 +28,8 @@ export function leaseLeftMs(env: EngineEnv, lease: HeldLease): number {
  * lease has run out.** An attempt calls the provider only while its lease outlasts the whole
  * provider budget plus `leaseMarginMs`; the budget then ends (and the call is aborted) before the
  * lease does. When too little is left, the lease is renewed with one fenced statement; if that
- * fails the key was taken over (the caller gets `IdempotencyKeyInUseError`), and if even the
+ * fails the key was taken over (`lease_lost`; the caller gets `IdempotencyKeyInUseError`; the
+ * event names `subjectId`, the charge or movement the key guards), and if even the
  * renewal was too slow to leave enough, the key is released and the attempt stops.
  *
  * Null when the lease already covers it (nearly every call: a charge's claim took its lease
@@ -38,12 +39,23 @@ export function leaseLeftMs(env: EngineEnv, lease: HeldLease): number {
  * - `IdempotencyKeyInUseError`: the lease was lost to another attempt.
  * - `StoreUnavailableError`: PostgreSQL answered too slowly to hold a lease over the call.
  */
-export function coverProviderBudget(env: EngineEnv, held: LeasedKey): Promise<void> | null {
+export function coverProviderBudget(
+  env: EngineEnv,
+  held: LeasedKey,
+  subjectId: string,
+): Promise<void> | null {
   const needed = env.providerTimeoutMs + env.leaseMarginMs;
-  return leaseLeftMs(env, held.lease) >= needed ? null : renewForBudget(env, held, needed);
+  return leaseLeftMs(env, held.lease) >= needed
+    ? null
+    : renewForBudget(env, held, subjectId, needed);
 }
 
-async function renewForBudget(env: EngineEnv, held: LeasedKey, needed: number): Promise<void> {
+async function renewForBudget(
+  env: EngineEnv,
+  held: LeasedKey,
+  subjectId: string,
+  needed: number,
+): Promise<void> {
   const sentAt = env.clock.now();
   const pool = await env.pool();
   const renewed = await withStore(() =>
@@ -55,7 +67,8 @@ async function renewForBudget(env: EngineEnv, held: LeasedKey, needed: number): 
       leaseMs: env.leaseMs,
     }),
   );
-  if (!renewed) throw leaseLost();
+  // Taken over meanwhile: reported (`lease_lost`) as every fenced write that finds it so.
+  if (!renewed) throw lostLease(env, { scoped: held.scoped, lockToken: held.lockToken, subjectId });
   held.lease.setAt = sentAt;
   if (leaseLeftMs(env, held.lease) >= needed) return;
   await releaseQuietly(env, held, 'lease renewal too slow to cover the provider budget');

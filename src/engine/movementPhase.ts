@@ -154,6 +154,7 @@ function obtain(
 ): Promise<ProviderAnswer> {
   return askProvider(env, {
     held: owned,
+    subjectId: owned.movementId,
     mayHaveActed: owned.providerMayHaveMoved,
     reservation: owned.reservation,
     whenNotFound,

@@ -147,6 +147,44 @@ export function noteAdopted(scoped: ScopedKey, adopted: boolean): void {
   if (trace) trace.adopted = adopted;
 }
 
+/** The longest merchant id or key a refused call's span carries (a valid one is shorter). */
+const MOST_REFUSED_CHARS = 255;
+
+/**
+ * A call refused before anything was written (400): counted, and its span (`spanName`) recorded
+ * at once, ending as it starts with the error's code. The request may be anything: its merchant
+ * (and key, with `recordKeys`) go on the span only when they are strings of a sensible length.
+ */
+export function observeRefusal(
+  env: EngineEnv,
+  spanName: string,
+  operation: string,
+  key: unknown,
+  request: unknown,
+  error: unknown,
+): void {
+  const { observer } = env;
+  recordQuietly(() => observer.instruments?.invalid(operation));
+  if (!observer.tracing) return;
+  const attributes: Attributes = { 'chargeonce.operation': operation };
+  const merchantId =
+    typeof request === 'object' && request !== null
+      ? (request as { merchantId?: unknown }).merchantId
+      : undefined;
+  if (readable(merchantId)) attributes['chargeonce.merchant_id'] = merchantId;
+  if (observer.recordKeys && readable(key)) attributes['chargeonce.key'] = key;
+  const span = observer.startSpan(spanName, attributes);
+  if (!span) return;
+  recordQuietly(() => {
+    observer.fail(span, error);
+    span.end();
+  });
+}
+
+function readable(value: unknown): value is string {
+  return typeof value === 'string' && value.length > 0 && value.length <= MOST_REFUSED_CHARS;
+}
+
 /** What the call learnt while it ran, as its span's attributes. */
 function learntAttributes(trace: CallTrace, attributes: Attributes): Attributes {
   if (trace.from !== null) {

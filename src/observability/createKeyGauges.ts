@@ -54,7 +54,8 @@ export function createKeyGauges(meter: Meter): KeyGauges {
   });
   meter
     .createObservableGauge('chargeonce.keys.oldest_unfinished_age', {
-      description: 'Age of the oldest unfinished key (sampled); 0 when there is none',
+      description:
+        'Age of the oldest key at started or reserved (sampled; parked keys are not aged); 0 when there is none',
       unit: 's',
     })
     .addCallback(async (result) => {

@@ -12,7 +12,10 @@ export type Instruments = {
   countEvent(event: ChargeOnceEvent): void;
   /** One `processCharge` that returned an outcome, and its end-to-end duration in seconds. */
   charged(operation: string, outcome: { status: string; replayed: boolean }, seconds: number): void;
-  /** One `processCharge` that threw (`errorType`: its code), and its duration in seconds. */
+  /**
+   * One `processCharge` that threw (`errorType`: its code), and its duration in seconds; a 409
+   * (`idempotency_key_in_use`) is counted in `chargeonce.conflicts` here.
+   */
   chargeFailed(operation: string, errorType: string, seconds: number): void;
   /** One `processCharge` refused before anything was written (400). */
   invalid(operation: string): void;
@@ -54,7 +57,7 @@ export function createInstruments(meter: Meter): Instruments {
   );
   const conflicts = counter(
     'chargeonce.conflicts',
-    'Calls refused because another attempt held the key (409)',
+    'Calls that ended in a 409: another attempt held the key, or this one lost its lease',
   );
   const reuses = counter('chargeonce.reuses', 'Keys used for a different request (422)');
   const invalid = counter('chargeonce.invalid_requests', 'Requests refused as invalid (400)');
@@ -96,7 +99,7 @@ export function createInstruments(meter: Meter): Instruments {
           replays.add(1, event.operation, byOperation(event.operation));
           return;
         case 'conflict':
-          conflicts.add(1, event.operation, byOperation(event.operation));
+          // Counted as the call ends (`chargeFailed`): every 409 a caller got, this one included.
           return;
         case 'reused':
           reuses.add(1, event.operation, byOperation(event.operation));
@@ -167,6 +170,10 @@ export function createInstruments(meter: Meter): Instruments {
       );
     },
     chargeFailed(operation, errorType, seconds) {
+      // Another attempt held the key, or this one lost its lease: a 409 either way.
+      if (errorType === 'idempotency_key_in_use') {
+        conflicts.add(1, operation, byOperation(operation));
+      }
       processSeconds.record(
         seconds,
         failureSets(`${operation}\u0000${errorType}`, () => ({

@@ -125,11 +125,12 @@ export async function sweep(
     { 'chargeonce.operation': env.operation },
     async (span) => {
       const swept = await sweepPass(env, settings, options);
-      span?.setAttributes({
-        'chargeonce.sweep.examined': swept.examined,
-        'chargeonce.sweep.adopted': swept.adopted,
-        'chargeonce.sweep.cancelled': swept.cancelled,
-      });
+      // Every count of the result (`chargeonce.sweep.failed`: the keys it parked, …).
+      if (span) {
+        for (const [kind, count] of Object.entries(swept)) {
+          span.setAttribute(`chargeonce.sweep.${kind}`, count);
+        }
+      }
       return swept;
     },
   );

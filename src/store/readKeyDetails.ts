@@ -10,6 +10,23 @@ import type { ScopedKey } from './keyState.js';
 import type { Tables } from './tables.js';
 
 /** The local charge row of a key, as `inspect` shows it. */
+/**
+ * What a charge holds besides its amount, in minor units: what was captured and refunded, and
+ * what a capture or refunds in flight hold (a person resolving a parked refund or capture sees
+ * what the charge has left).
+ */
+export type ChargeTotals = {
+  /** Authorized only (`capture: false`): money moves once it is captured. */
+  authorizedOnly: boolean;
+  /** Captured; null for a charge that was never an authorization, or one not captured yet. */
+  capturedMinor: number | null;
+  /** Held by a capture in flight; null when none is. */
+  captureReservedMinor: number | null;
+  /** Held by refunds in flight. */
+  refundReservedMinor: number;
+  refundedMinor: number;
+};
+
 export type ChargeDetails = {
   status: ChargeStatus;
   customerId: string;
@@ -20,6 +37,7 @@ export type ChargeDetails = {
   providerKey: string;
   providerChargeId: string | null;
   declineCode: string | null;
+  totals: ChargeTotals;
   /** When the intent was written: the key reached `reserved` then. */
   createdAt: Date;
   updatedAt: Date;
@@ -40,6 +58,8 @@ export type MovementDetails = {
   providerChargeId: string | null;
   providerMovementId: string | null;
   failureCode: string | null;
+  /** The totals of the charge it moves money on (null for a refusal of an unknown charge). */
+  chargeTotals: ChargeTotals | null;
   /** When it was reserved (or refused) with the claim. */
   createdAt: Date;
   updatedAt: Date;
@@ -68,6 +88,16 @@ export type KeyDetails = {
 };
 
 const ms = z.number();
+
+/** A charge's totals as read (`c`: the key's charge; `mc`: a movement's): null without one. */
+const totalsRow = (prefix: 'c' | 'mc') => ({
+  [`${prefix}_authorized_only`]: z.boolean().nullable(),
+  [`${prefix}_captured_minor`]: z.number().nullable(),
+  [`${prefix}_capture_reserved_minor`]: z.number().nullable(),
+  [`${prefix}_refund_reserved_minor`]: z.number().nullable(),
+  [`${prefix}_refunded_minor`]: z.number().nullable(),
+});
+
 const detailsRow = z.object({
   recovery_point: z.enum(RECOVERY_POINTS),
   request_hash: z.string(),
@@ -93,6 +123,7 @@ const detailsRow = z.object({
   provider_key: z.string().nullable(),
   provider_charge_id: z.string().nullable(),
   decline_code: z.string().nullable(),
+  ...totalsRow('c'),
   charge_created_ms: ms.nullable(),
   charge_updated_ms: ms.nullable(),
   m_kind: z.enum(['refund', 'capture']).nullable(),
@@ -108,6 +139,7 @@ const detailsRow = z.object({
   m_failure_code: z.string().nullable(),
   m_created_ms: ms.nullable(),
   m_updated_ms: ms.nullable(),
+  ...totalsRow('mc'),
 });
 
 const epochMs = (column: string) =>
@@ -133,7 +165,11 @@ export async function readKeyDetails(
       ${epochMs('k.failed_at')} AS failed_ms,
       c.status AS charge_status, c.customer_id, c.amount_minor::float8 AS amount_minor,
       c.currency, c.description, c.metadata::text AS metadata, c.provider_key,
-      c.provider_charge_id, c.decline_code,
+      c.provider_charge_id, c.decline_code, c.authorized_only AS c_authorized_only,
+      c.captured_minor::float8 AS c_captured_minor,
+      c.capture_reserved_minor::float8 AS c_capture_reserved_minor,
+      c.refund_reserved_minor::float8 AS c_refund_reserved_minor,
+      c.refunded_minor::float8 AS c_refunded_minor,
       ${epochMs('c.created_at')} AS charge_created_ms,
       ${epochMs('c.updated_at')} AS charge_updated_ms,
       m.kind AS m_kind, m.charge_id::text AS m_charge_id, m.status AS m_status,
@@ -142,10 +178,16 @@ export async function readKeyDetails(
       m.provider_charge_id AS m_provider_charge_id,
       m.provider_movement_id AS m_provider_movement_id, m.failure_code AS m_failure_code,
       ${epochMs('m.created_at')} AS m_created_ms,
-      ${epochMs('m.updated_at')} AS m_updated_ms
+      ${epochMs('m.updated_at')} AS m_updated_ms, 
+      mc.authorized_only AS mc_authorized_only,
+      mc.captured_minor::float8 AS mc_captured_minor,
+      mc.capture_reserved_minor::float8 AS mc_capture_reserved_minor,
+      mc.refund_reserved_minor::float8 AS mc_refund_reserved_minor,
+      mc.refunded_minor::float8 AS mc_refunded_minor
     FROM ${tables.keys} k
     LEFT JOIN ${tables.charges} c ON c.merchant_id = k.merchant_id AND c.id = k.charge_id
     LEFT JOIN ${tables.movements} m ON m.merchant_id = k.merchant_id AND m.id = k.charge_id
+    LEFT JOIN ${tables.charges} mc ON mc.merchant_id = m.merchant_id AND mc.id = m.charge_id
     WHERE k.merchant_id = ${scoped.merchantId}
       AND k.operation = ${scoped.operation}
       AND k.key = ${scoped.key}`);
@@ -194,6 +236,7 @@ function movementOf(row: z.infer<typeof detailsRow>): MovementDetails | null {
     providerChargeId: row.m_provider_charge_id,
     providerMovementId: row.m_provider_movement_id,
     failureCode: row.m_failure_code,
+    chargeTotals: totalsOf(row, 'mc'),
     createdAt: new Date(row.m_created_ms),
     updatedAt: new Date(row.m_updated_ms),
   };
@@ -226,7 +269,33 @@ function chargeOf(row: z.infer<typeof detailsRow>): ChargeDetails | null {
     providerKey: row.provider_key,
     providerChargeId: row.provider_charge_id,
     declineCode: row.decline_code,
+    totals: totalsOf(row, 'c') ?? NO_TOTALS,
     createdAt: new Date(row.charge_created_ms),
     updatedAt: new Date(row.charge_updated_ms),
+  };
+}
+
+/** A charge row always has its totals; this stands in only if a column came back null. */
+const NO_TOTALS: ChargeTotals = {
+  authorizedOnly: false,
+  capturedMinor: null,
+  captureReservedMinor: null,
+  refundReservedMinor: 0,
+  refundedMinor: 0,
+};
+
+function totalsOf(row: Record<string, unknown>, alias: 'c' | 'mc'): ChargeTotals | null {
+  const authorizedOnly = row[`${alias}_authorized_only`];
+  const refundReserved = row[`${alias}_refund_reserved_minor`];
+  const refunded = row[`${alias}_refunded_minor`];
+  // authorized_only and the refund totals are NOT NULL: null means no charge was joined.
+  if (typeof authorizedOnly !== 'boolean') return null;
+  if (typeof refundReserved !== 'number' || typeof refunded !== 'number') return null;
+  return {
+    authorizedOnly,
+    capturedMinor: (row[`${alias}_captured_minor`] as number | null) ?? null,
+    captureReservedMinor: (row[`${alias}_capture_reserved_minor`] as number | null) ?? null,
+    refundReservedMinor: refundReserved,
+    refundedMinor: refunded,
   };
 }

@@ -225,6 +225,20 @@ describe('inspect', () => {
       'operation',
     ]);
   });
+
+  it('refuses a merchant id with a space at an edge, as processCharge does, not as no such key', async () => {
+    const key = aKey();
+    await engine.processCharge(key, aRequest({ merchantId: 'm_inspect_pasted' }));
+
+    for (const merchantId of [' m_inspect_pasted', 'm_inspect_pasted ']) {
+      const refusal = await engine.inspect({ merchantId, key }).catch((error: unknown) => error);
+      expect(refusal).toBeInstanceOf(InvalidRequestError);
+      expect((refusal as InvalidRequestError).issues).toEqual([
+        { field: 'merchantId', message: 'must not start or end with whitespace' },
+      ]);
+      await expect(engine.requeue({ merchantId, key })).rejects.toBeInstanceOf(InvalidRequestError);
+    }
+  });
 });
 
 describe('list', () => {
@@ -336,6 +350,7 @@ describe('list', () => {
     expect(await issuesOf({ limit: 5, point: 'lost' })).toEqual(['point']);
     expect(await issuesOf({ limit: 5, olderThan: -1 })).toEqual(['olderThan']);
     expect(await issuesOf({ limit: 5, cursor: 'not a cursor' })).toEqual(['cursor']);
+    expect(await issuesOf({ limit: 5, merchantId: 'm_1 ' })).toEqual(['merchantId']);
     const forged = Buffer.from(JSON.stringify(['yesterday', 'm', 'charge', 'k'])).toString(
       'base64url',
     );

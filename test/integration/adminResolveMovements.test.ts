@@ -158,7 +158,11 @@ describe('resolve a parked refund', () => {
     const merchantId = 'm_rm_refund_ok';
     // The provider refunded, but its answer could not be trusted: the key is parked.
     fake.failNextRefund('malformed');
-    const charge = await engine.processCharge(aKey(), aRequest({ merchantId, amountMinor: 1000 }));
+    const chargeKey = aKey();
+    const charge = await engine.processCharge(
+      chargeKey,
+      aRequest({ merchantId, amountMinor: 1000 }),
+    );
     const key = aKey();
     const request = { merchantId, chargeId: charge.chargeId, amountMinor: 300, reason: 'damaged' };
     await expect(engine.processRefund(key, request)).rejects.toBeInstanceOf(
@@ -167,6 +171,15 @@ describe('resolve a parked refund', () => {
     expect(await chargeTotals(charge.chargeId)).toMatchObject({
       refund_reserved_minor: 300,
       refunded_minor: 0,
+    });
+    // What the person sees before acting: what the charge has, and what this refund holds.
+    const parked = await engine.inspect({ merchantId, key, operation: 'refund' });
+    expect(parked?.movement?.chargeTotals).toEqual({
+      authorizedOnly: false,
+      capturedMinor: null,
+      captureReservedMinor: null,
+      refundReservedMinor: 300,
+      refundedMinor: 0,
     });
     // What the person finds in the provider's dashboard.
     const found = fake.refundLedger().at(-1)!;
@@ -230,6 +243,15 @@ describe('resolve a parked refund', () => {
     expect(inspected?.movement).toMatchObject({
       status: 'succeeded',
       providerMovementId: found.id,
+      chargeTotals: { refundReservedMinor: 0, refundedMinor: 1000 },
+    });
+    const ofCharge = await engine.inspect({ merchantId, key: chargeKey });
+    expect(ofCharge?.charge?.totals).toEqual({
+      authorizedOnly: false,
+      capturedMinor: null,
+      captureReservedMinor: null,
+      refundReservedMinor: 0,
+      refundedMinor: 1000,
     });
     expect(inspected?.audit).toEqual([result.audit]);
     expect(result.audit).toMatchObject({

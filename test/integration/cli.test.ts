@@ -133,7 +133,7 @@ describe('chargeonce command', () => {
     const error = (await cli('reap', '--database-url', db.url, '--operation', 'payout').catch(
       (e: unknown) => e,
     )) as { code: number; stderr: string };
-    expect(error.code).toBe(1);
+    expect(error.code).toBe(2);
     expect(error.stderr).toContain('--operation');
   });
 

@@ -220,11 +220,11 @@ describe('chargeonce inspect, list, resolve, requeue', () => {
       'r',
     );
 
-    expect(noHooks.code).toBe(1);
+    expect(noHooks.code).toBe(2);
     expect(noHooks.stderr).toContain('--no-hooks');
     expect(noHooks.stderr).toContain("Run 'chargeonce resolve --help' for usage.");
     expect(noActor.stderr).toContain('resolve needs --actor');
-    expect(noChargeId.code).toBe(1);
+    expect(noChargeId.code).toBe(2);
     expect(noChargeId.stderr).toContain('invalid_request');
     expect(noChargeId.stderr).toContain('providerChargeId');
     const inspected = JSON.parse(
@@ -283,7 +283,7 @@ describe('chargeonce inspect, list, resolve, requeue', () => {
     ]);
 
     expect(refused.map(({ code, stdout }) => ({ code, stdout }))).toEqual(
-      refused.map(() => ({ code: 1, stdout: '' })),
+      refused.map(() => ({ code: 2, stdout: '' })),
     );
     expect(refused.map((result) => result.stderr)).toEqual([
       refusal('--limit must be an integer from 1 to 1000, got 0'),
@@ -316,7 +316,7 @@ describe('chargeonce inspect, list, resolve, requeue', () => {
     );
     const noActor = await cli(...base, '--outcome', 'cancelled', '--reason', 'r', '--json');
 
-    expect(invalid).toMatchObject({ code: 1, stdout: '' });
+    expect(invalid).toMatchObject({ code: 2, stdout: '' });
     expect(invalid.stderr.trimEnd().split('\n')).toHaveLength(1);
     expect(JSON.parse(invalid.stderr)).toEqual({
       error: {
@@ -325,7 +325,7 @@ describe('chargeonce inspect, list, resolve, requeue', () => {
         issues: [{ field: 'providerChargeId', message: 'is required' }],
       },
     });
-    expect(noActor).toMatchObject({ code: 1, stdout: '' });
+    expect(noActor).toMatchObject({ code: 2, stdout: '' });
     expect(JSON.parse(noActor.stderr)).toEqual({
       error: {
         code: 'usage',
@@ -347,20 +347,20 @@ describe('chargeonce inspect, list, resolve, requeue', () => {
     const help = await cli('requeue', '--help');
 
     expect(noActor).toMatchObject({
-      code: 1,
+      code: 2,
       stdout: '',
       stderr: "chargeonce: requeue needs --actor\nRun 'chargeonce requeue --help' for usage.\n",
     });
     expect(noReason).toMatchObject({
-      code: 1,
+      code: 2,
       stdout: '',
       stderr: "chargeonce: requeue needs --reason\nRun 'chargeonce requeue --help' for usage.\n",
     });
-    expect(neither).toMatchObject({ code: 1, stdout: '' });
+    expect(neither).toMatchObject({ code: 2, stdout: '' });
     expect(JSON.parse(neither.stderr)).toEqual({
       error: { code: 'usage', message: 'requeue needs --actor', help: 'chargeonce requeue --help' },
     });
-    expect(emptyActor).toMatchObject({ code: 1, stdout: '' });
+    expect(emptyActor).toMatchObject({ code: 2, stdout: '' });
     const inspected = JSON.parse(
       (await cli('inspect', '--merchant', merchantId, '--key', seed!.key, '--json')).stdout,
     ) as KeyInspection;
@@ -379,7 +379,7 @@ describe('chargeonce inspect, list, resolve, requeue', () => {
     const help = await cli('list', '--help');
 
     expect(wrong).toMatchObject({
-      code: 1,
+      code: 2,
       stderr: "chargeonce: inspect takes no --point\nRun 'chargeonce inspect --help' for usage.\n",
     });
     expect(help.code).toBe(0);
@@ -463,6 +463,13 @@ describe('on a terminal', () => {
           providerChargeId: 'ch_1',
           providerMovementId: null,
           failureCode: null,
+          chargeTotals: {
+            authorizedOnly: true,
+            capturedMinor: 800,
+            captureReservedMinor: null,
+            refundReservedMinor: 200,
+            refundedMinor: 300,
+          },
           createdAt: at,
           updatedAt: at,
         },
@@ -472,5 +479,8 @@ describe('on a terminal', () => {
     expect(refund).toContain('refund: r-1 refused (exceeds_refundable)');
     expect(refund).toContain('of charge: c-1');
     expect(refund).toContain('amount: 500 EUR');
+    expect(refund).toContain(
+      'charge totals: authorized only, captured 800, refunded 300; held: 200 by refunds',
+    );
   });
 });

@@ -211,7 +211,7 @@ describe('chargeonce resolve --operation refund', () => {
       '--no-hooks',
     );
 
-    expect(wrong.code).toBe(1);
+    expect(wrong.code).toBe(2);
     expect(wrong.stderr).toContain('invalid_request');
     expect(wrong.stderr).toContain('providerRefundId');
     expect(wrong.stderr).toContain('providerChargeId');

@@ -57,14 +57,15 @@ describe('chargeonce command line', () => {
       'chargeonce chaos --help',
     ],
     [['conformance', 'extra'], "unexpected argument 'extra'", 'chargeonce conformance --help'],
+    [['status', 'extra'], "unexpected argument 'extra'", 'chargeonce --help'],
     [['status'], '--database-url (or DATABASE_URL) is required', 'chargeonce --help'],
     [['status', '--database-url', 'mysql://h/db'], NOT_A_URL, 'chargeonce --help'],
     [['inspect', '--database-url', 'h:5432/db'], NOT_A_URL, 'chargeonce inspect --help'],
     [['migrate', '--database-url', 'nope'], NOT_A_URL, 'chargeonce migrate --help'],
     [['chaos', '--database-url', 'nope'], NOT_A_URL, 'chargeonce chaos --help'],
-  ])('%j: says what was wrong, where the usage is, and exits 1', async (args, message, help) => {
+  ])('%j: says what was wrong, where the usage is, and exits 2', async (args, message, help) => {
     const result = await cli(...args);
-    expect(result.code).toBe(1);
+    expect(result.code).toBe(2);
     expect(result.stdout).toBe('');
     expect(result.stderr).toBe(`chargeonce: ${message}\nRun '${help}' for usage.\n`);
   });
@@ -87,9 +88,14 @@ describe('chargeonce command line', () => {
       'unknown option --charges-count',
       'chargeonce chaos --help',
     ],
-  ])('%j: under --json, one JSON object on stderr and exit 1', async (args, message, help) => {
+    [
+      ['status', '--json', '--database-url', 'postgres://127.0.0.1:1/x', '--limit', 'abc'],
+      '--limit must be a non-negative integer, got abc',
+      'chargeonce --help',
+    ],
+  ])('%j: under --json, one JSON object on stderr and exit 2', async (args, message, help) => {
     const result = await cli(...args);
-    expect(result.code).toBe(1);
+    expect(result.code).toBe(2);
     expect(result.stdout).toBe('');
     expect(result.stderr).toBe(`${JSON.stringify({ error: { code: 'usage', message, help } })}\n`);
   });
@@ -99,7 +105,7 @@ describe('chargeonce command line', () => {
       env: { ...process.env, DATABASE_URL: 'localhost:5432' },
     }).catch((error: { code: number; stderr: string }) => error);
 
-    expect(result).toMatchObject({ code: 1 });
+    expect(result).toMatchObject({ code: 2 });
     expect(result.stderr).toContain('DATABASE_URL must be a PostgreSQL connection string');
     expect(result.stderr).not.toContain('localhost');
   });
@@ -107,8 +113,9 @@ describe('chargeonce command line', () => {
   it('chaos: a setting out of range is refused before a database is started', async () => {
     const result = await cli('chaos', '--charges', '10', '--movement-rate', '0.95');
 
-    expect(result.code).toBe(1);
+    expect(result.code).toBe(2);
     expect(result.stderr).toContain('movementRate must be in [0, 0.9]');
+    expect(result.stderr).toContain("Run 'chargeonce chaos --help' for usage.");
     expect(result.stderr).not.toContain('starting an embedded PostgreSQL');
   });
 
@@ -129,7 +136,9 @@ describe('chargeonce command line', () => {
   it("a negative number after an option is its value, refused by the option's own rule", async () => {
     const result = await cli('reap', '--database-url', 'postgres://127.0.0.1:1/x', '--limit', '-5');
 
-    expect(result.code).toBe(1);
-    expect(result.stderr).toBe('chargeonce: --limit must be a non-negative integer\n');
+    expect(result.code).toBe(2);
+    expect(result.stderr).toBe(
+      "chargeonce: --limit must be a non-negative integer, got -5\nRun 'chargeonce --help' for usage.\n",
+    );
   });
 });

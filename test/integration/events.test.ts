@@ -1,4 +1,6 @@
+import { Writable } from 'node:stream';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import pino from 'pino';
 import {
   createChargeEngine,
   IdempotencyKeyInUseError,
@@ -228,5 +230,39 @@ describe('events', () => {
       ['warn', 'reused', 'chargeonce reused'],
     ]);
     expect(lines[1]?.fields).toMatchObject({ key, differingFields: ['amountMinor'] });
+  });
+
+  it('through pino itself: one JSON line per event at its level, no metadata value in any', async () => {
+    const written: string[] = [];
+    const destination = new Writable({
+      write(chunk: Buffer, _encoding, done) {
+        written.push(chunk.toString());
+        done();
+      },
+    });
+    const { engine, provider } = recording({ logger: pino({ level: 'debug' }, destination) });
+    const key = aKey();
+    const request = aRequest({ metadata: { secret: 's3cr3t' } });
+    await engine.processCharge(key, request);
+    await engine.processCharge(key, request);
+    await engine.processCharge(key, { ...request, amountMinor: 5 }).catch(() => null);
+    provider.failNext('failBeforeCharge');
+    await engine.processCharge(aKey(), request).catch(() => null);
+
+    const logged = written
+      .join('')
+      .trim()
+      .split('\n')
+      .map((line) => JSON.parse(line) as { level: number; event: string; msg: string });
+    // pino's levels: 20 debug, 30 info, 40 warn, 50 error.
+    expect(logged.map((l) => [l.level, l.event, l.msg])).toEqual([
+      [20, 'claimed', 'chargeonce claimed'],
+      [20, 'replayed', 'chargeonce replayed'],
+      [40, 'reused', 'chargeonce reused'],
+      [20, 'claimed', 'chargeonce claimed'],
+      [40, 'provider_failed', 'chargeonce provider_failed'],
+    ]);
+    expect(written.join('')).not.toContain('s3cr3t');
+    await engine.close();
   });
 });

@@ -4,6 +4,7 @@ import type { ReadableSpan } from '@opentelemetry/sdk-trace-base';
 import { createChargeEngine, type ChargeEngineOptions } from '../../src/index.js';
 import { createFetchHandler } from '../../src/http/index.js';
 import { createFakeProvider } from '../../src/testing/index.js';
+import { aManualClock } from '../support/manualClock.js';
 import { useTelemetrySdk } from '../support/telemetrySdk.js';
 import { aKey, aRequest, expireLease, seedInterruptedKey, waitFor } from '../support/charges.js';
 
@@ -228,10 +229,65 @@ describe('OpenTelemetry', () => {
       'idempotency_key_in_use',
       'provider_unavailable',
       'idempotency_key_reused',
+      'invalid_request',
     ]);
     expect(await sum('chargeonce.conflicts')).toBe(1);
     expect(await sum('chargeonce.reuses')).toBe(1);
     expect(await sum('chargeonce.invalid_requests')).toBe(1);
+  });
+
+  it('a refused request (400): its span ends at once with the error code, the merchant on it', async () => {
+    const { engine } = engineWith();
+    const merchantId = 'm_otel_400';
+    await engine.processCharge(aKey(), aRequest({ merchantId, amountMinor: -5 })).catch(() => null);
+    await engine
+      .processRefund(aKey(), { merchantId, chargeId: 'not a charge id', amountMinor: 5 })
+      .catch(() => null);
+    // A request that is not even an object: a span still, with no merchant to name.
+    await engine.processCharge(aKey(), null as never).catch(() => null);
+
+    const refused = spans
+      .getFinishedSpans()
+      .map((s) => [s.name, s.attributes['error.type'], s.attributes['chargeonce.merchant_id']]);
+    expect(refused).toEqual([
+      ['chargeonce.process_charge', 'invalid_request', merchantId],
+      ['chargeonce.process_refund', 'invalid_request', merchantId],
+      ['chargeonce.process_charge', 'invalid_request', undefined],
+    ]);
+    expect(await sum('chargeonce.invalid_requests')).toBe(3);
+    await engine.close();
+  });
+
+  it('an attempt that lost its lease ends in a 409, counted in conflicts as every 409 is', async () => {
+    const key = aKey();
+    const request = aRequest({ merchantId: 'm_otel_lease_lost' });
+    const clock = aManualClock();
+    const { engine: sweeper } = engineWith({ clock });
+    const { engine, provider } = engineWith({
+      clock,
+      faults: {
+        shouldCrash: () => false,
+        // The claim's acknowledgement is held up past the lease; a sweeper takes the key.
+        stall: (point) =>
+          point === 'afterClaimCommit'
+            ? (async () => {
+                await expireLease(sdk.db.pool, sdk.db.tables, request.merchantId, key);
+                clock.advance(30_000);
+                await sweeper.sweep();
+              })()
+            : undefined,
+      },
+    });
+
+    await expect(engine.processCharge(key, request)).rejects.toMatchObject({
+      code: 'idempotency_key_in_use',
+    });
+
+    expect(provider.calls.createCharge).toBe(0);
+    expect(await sum('chargeonce.lease_lost')).toBe(1);
+    expect(await sum('chargeonce.conflicts')).toBe(1);
+    await engine.close();
+    await sweeper.close();
   });
 
   it('an adoption by a client retry: a find span, adopted, counted by who adopted', async () => {
@@ -326,12 +382,15 @@ describe('OpenTelemetry', () => {
     await seedInterruptedKey(sdk.db.pool, sdk.db.tables, key, aRequest({ merchantId }), 'reserved');
     await expireLease(sdk.db.pool, sdk.db.tables, merchantId, key);
 
-    await engine.sweep();
+    const swept = await engine.sweep();
     await engine.reap();
 
-    expect(
-      only('chargeonce.sweep').attributes['chargeonce.sweep.cancelled'],
-    ).toBeGreaterThanOrEqual(1);
+    expect(swept.cancelled).toBeGreaterThanOrEqual(1);
+    // Every count of the pass's result is on its span, the keys it parked or released included.
+    const pass = only('chargeonce.sweep').attributes;
+    for (const [kind, count] of Object.entries(swept)) {
+      expect(pass[`chargeonce.sweep.${kind}`], kind).toBe(count);
+    }
     expect(only('chargeonce.reap').attributes['chargeonce.reaped']).toEqual(expect.any(Number));
     expect(
       await sum('chargeonce.sweep.keys', { 'chargeonce.sweep.result': 'cancelled' }),

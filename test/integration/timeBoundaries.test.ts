@@ -15,6 +15,7 @@ import {
 } from '../../src/index.js';
 import { createFakeProvider } from '../../src/testing/index.js';
 import { createTestDatabase, type TestDatabase } from '../support/testDatabase.js';
+import { aManualClock } from '../support/manualClock.js';
 import {
   aKey,
   aRequest,
@@ -39,17 +40,6 @@ afterAll(async () => {
 afterEach(() => {
   vi.restoreAllMocks();
 });
-
-/** A monotonic clock the test moves forward, together with the leases it expires in SQL. */
-function aManualClock() {
-  let offset = 0;
-  return {
-    now: () => performance.now() + offset,
-    advance: (ms: number) => {
-      offset += ms;
-    },
-  };
-}
 
 const engineWith = (
   options: Partial<ChargeEngineOptions> & Pick<ChargeEngineOptions, 'provider'>,
