@@ -211,8 +211,9 @@ async function inspect(engine: ChargeEngine, values: Values, output: AdminOutput
   const t = target(values, 'inspect');
   const found = await engine.inspect(t);
   if (values.json) output.print(JSON.stringify(found));
-  else if (found === null) output.print(`no such key: ${describeTarget(t)}`);
-  else for (const line of renderInspection(found, output.rendering)) output.print(line);
+  else if (found === null) {
+    output.print(`no such key: ${describeTarget(t)}${await elsewhere(engine, t)}`);
+  } else for (const line of renderInspection(found, output.rendering)) output.print(line);
   return found === null ? 1 : 0;
 }
 
@@ -321,8 +322,29 @@ async function requeue(engine: ChargeEngine, values: Values, output: AdminOutput
   });
   const what = describeTarget(t);
   if (values.json) output.print(JSON.stringify({ requeued }));
-  else output.print(requeued ? `requeued: ${what}` : `not requeued: no failed key ${what}`);
+  else if (requeued) output.print(`requeued: ${what}`);
+  else output.print(`not requeued: no failed key ${what}${await elsewhere(engine, t)}`);
   return requeued ? 0 : 1;
+}
+
+/** The operations a key of a merchant may be under, besides a custom one of the engine's. */
+const KNOWN_OPERATIONS = ['charge', 'refund', 'capture'] as const;
+
+/**
+ * Where a key not found under its operation is, among the built-in ones: a refund's key looked
+ * up without `--operation refund` reads as no such key otherwise. Empty when it is under none.
+ */
+async function elsewhere(
+  engine: ChargeEngine,
+  t: { merchantId: string; key: string; operation?: string },
+): Promise<string> {
+  const asked = t.operation ?? 'charge';
+  for (const operation of KNOWN_OPERATIONS) {
+    if (operation === asked) continue;
+    const found = await engine.inspect({ ...t, operation });
+    if (found) return ` (there is one under --operation ${operation}, at ${found.recoveryPoint})`;
+  }
+  return '';
 }
 
 /** `merchant [operation] key`, the operation only when given. */

@@ -18,8 +18,9 @@ ${COMMON}
 `,
   inspect: `Usage: chargeonce inspect --merchant ID --key KEY [options]
 
-Everything stored about one key: recovery point, request, attempts, lease, last error, charge,
-stored outcome, history and audit trail. Exits 1 when there is no such key.
+Everything stored about one key: recovery point, request, attempts, lease, last error, charge
+and its totals, stored outcome, history and audit trail. Exits 1 when there is no such key
+(saying so, and whether the key is under another of charge, refund and capture).
 
 Options:
 ${TARGET}

@@ -233,6 +233,28 @@ describe('chargeonce resolve --operation refund', () => {
     expect(inspected.audit).toEqual([]);
   });
 
+  it('a refund key asked for without --operation: no such key, and where it is', async () => {
+    const merchantId = 'm_cli_rm_where';
+    const { key } = await aParkedRefund(merchantId);
+
+    const inspected = await cli('inspect', '--merchant', merchantId, '--key', key);
+    const requeued = await cli(
+      'requeue',
+      ...['--merchant', merchantId, '--key', key, '--actor', 'ada', '--reason', 'r'],
+    );
+    const nowhere = await cli('inspect', '--merchant', merchantId, '--key', 'no-such-key');
+
+    expect(inspected).toMatchObject({
+      code: 1,
+      stdout: `no such key: ${merchantId} ${key} (there is one under --operation refund, at failed)\n`,
+    });
+    expect(requeued).toMatchObject({
+      code: 1,
+      stdout: `not requeued: no failed key ${merchantId} ${key} (there is one under --operation refund, at failed)\n`,
+    });
+    expect(nowhere).toMatchObject({ code: 1, stdout: `no such key: ${merchantId} no-such-key\n` });
+  });
+
   it('says in its usage that refund and capture keys are resolved too', async () => {
     const help = await cli('resolve', '--help');
 
