@@ -12,7 +12,7 @@ import {
   type RecoveryCommandOptions,
 } from './cli/recoveryCommands.js';
 import { renderError, wantsJson } from './cli/reportError.js';
-import { InvalidRequestError } from './errors.js';
+import { InvalidConfigurationError, InvalidRequestError } from './errors.js';
 
 const USAGE = `Usage: chargeonce <command> [options]
 
@@ -173,7 +173,13 @@ main(argv).then(
     // Under --json one JSON object, an error in the options themselves included.
     process.stderr.write(renderError(error, wantsJson(argv)));
     // A wrong command line (nothing ran) is told apart from a failure: 2, as for no command. A
-    // value the engine refused (a merchant id with a space at an edge, a forged cursor) is one.
-    process.exitCode = error instanceof UsageError || error instanceof InvalidRequestError ? 2 : 1;
+    // value the engine refused as input (a merchant id with a space at an edge, a forged cursor)
+    // or as configuration (a bad --schema, --operation or retention) is one.
+    process.exitCode =
+      error instanceof UsageError ||
+      error instanceof InvalidRequestError ||
+      error instanceof InvalidConfigurationError
+        ? 2
+        : 1;
   },
 );

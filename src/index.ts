@@ -89,7 +89,7 @@ export type {
   ResolveResult,
 } from './admin/types.js';
 export type { RecoveryPoint } from './store/keyState.js';
-export type { ChargeDetails, MovementDetails } from './store/readKeyDetails.js';
+export type { ChargeDetails, ChargeTotals, MovementDetails } from './store/readKeyDetails.js';
 export type {
   ChargeOnceEvent,
   ChargeOnceEventType,

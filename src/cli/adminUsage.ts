@@ -20,7 +20,8 @@ ${COMMON}
 
 Everything stored about one key: recovery point, request, attempts, lease, last error, charge
 and its totals, stored outcome, history and audit trail. Exits 1 when there is no such key
-(saying so, and whether the key is under another of charge, refund and capture).
+(saying so, and, but under --json, whether the key is under another of charge, refund and
+capture).
 
 Options:
 ${TARGET}

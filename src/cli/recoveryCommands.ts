@@ -1,3 +1,4 @@
+import { UsageError } from './parseCommandArgs.js';
 import { createChargeEngine } from '../engine/createChargeEngine.js';
 import type { PaymentProvider } from '../provider/PaymentProvider.js';
 import { addSweepResult, emptySweepResult } from '../recovery/sweep.js';
@@ -30,7 +31,10 @@ const noProvider: PaymentProvider = {
 /** `chargeonce sweep`: sweeps until no abandoned key is left (or `limit` keys were taken). */
 export async function sweepCommand(options: RecoveryCommandOptions, print: Print): Promise<void> {
   if (!options.providerModule) {
-    throw new Error('sweep needs --provider <module>: the adapter it asks about abandoned charges');
+    throw new UsageError(
+      'sweep needs --provider <module>: the adapter it asks about abandoned charges',
+      undefined,
+    );
   }
   const { provider, hooks } = await loadProvider(options.providerModule);
   const engine = createChargeEngine({

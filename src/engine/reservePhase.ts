@@ -1,7 +1,7 @@
 import { reserveCharge, type ReserveInput } from '../store/reserveCharge.js';
 import { withStore } from '../store/storeErrors.js';
 import type { EngineEnv } from './engineEnv.js';
-import { leaseLost } from './leaseLost.js';
+import { lostLease } from './parkKey.js';
 import { releaseAfterFailure } from './releaseQuietly.js';
 import { runReserveHook, type ReservingCharge } from './reserveHook.js';
 import type { ChargeOutcome } from './types.js';
@@ -33,14 +33,21 @@ export async function reservePhase(
     authorizedOnly: charge.request.capture === false,
   };
   const pool = await env.pool();
+  // Taken over meanwhile: reported (`lease_lost`), as every fenced write that finds it so.
+  const lost = () =>
+    lostLease(env, {
+      scoped: charge.scoped,
+      lockToken: charge.lockToken,
+      subjectId: charge.chargeId,
+    });
   try {
     return await withStore(async () => {
       if (!env.hooks.reserve) {
-        if (!(await reserveCharge(pool, env.tables, input))) throw leaseLost();
+        if (!(await reserveCharge(pool, env.tables, input))) throw lost();
         return null;
       }
       return pool.transaction(async (tx) => {
-        if (!(await reserveCharge(tx, env.tables, input))) throw leaseLost();
+        if (!(await reserveCharge(tx, env.tables, input))) throw lost();
         return runReserveHook(tx, env, charge);
       });
     });

@@ -64,12 +64,12 @@ describe('chargeonce command', () => {
     expect(human.stdout).toContain('abandoned (lease run out): 0');
   });
 
-  it('fails with a message and exit code 1 on bad usage', async () => {
+  it('fails with a message and exit code 2 on bad usage', async () => {
     const error = (await cli('sweep', '--database-url', db.url).catch((e: unknown) => e)) as {
       code: number;
       stderr: string;
     };
-    expect(error.code).toBe(1);
+    expect(error.code).toBe(2);
     expect(error.stderr).toContain('--provider');
     const unknown = (await cli('explode', '--database-url', db.url).catch((e: unknown) => e)) as {
       code: number;

@@ -58,6 +58,11 @@ describe('chargeonce command line', () => {
     ],
     [['conformance', 'extra'], "unexpected argument 'extra'", 'chargeonce conformance --help'],
     [['status', 'extra'], "unexpected argument 'extra'", 'chargeonce --help'],
+    [
+      ['sweep', '--database-url', 'postgres://127.0.0.1:1/x'],
+      'sweep needs --provider <module>: the adapter it asks about abandoned charges',
+      'chargeonce --help',
+    ],
     [['status'], '--database-url (or DATABASE_URL) is required', 'chargeonce --help'],
     [['status', '--database-url', 'mysql://h/db'], NOT_A_URL, 'chargeonce --help'],
     [['inspect', '--database-url', 'h:5432/db'], NOT_A_URL, 'chargeonce inspect --help'],
