@@ -264,7 +264,7 @@ export function createChargeEngine(options: ChargeEngineOptions): ChargeEngine {
     try {
       v = validateChargeRequest(key, request);
     } catch (error) {
-      observeRefusal(env, CHARGE.spanName, env.operation, key, request, error);
+      observeRefusal(env, CHARGE, key, request, error);
       return rejected(error);
     }
     if (!serving)
@@ -274,8 +274,7 @@ export function createChargeEngine(options: ChargeEngineOptions): ChargeEngine {
 
   /** Validates a refund's or capture's request, counting it (and its span) when refused (400). */
   const validated = <T>(
-    operation: 'refund' | 'capture',
-    spanName: string,
+    def: typeof REFUND_OPERATION,
     key: unknown,
     request: unknown,
     validate: () => T,
@@ -283,9 +282,7 @@ export function createChargeEngine(options: ChargeEngineOptions): ChargeEngine {
     try {
       return validate();
     } catch (error) {
-      if (error instanceof InvalidRequestError) {
-        observeRefusal(env, spanName, operation, key, request, error);
-      }
+      if (error instanceof InvalidRequestError) observeRefusal(env, def, key, request, error);
       throw error;
     }
   };
@@ -309,7 +306,7 @@ export function createChargeEngine(options: ChargeEngineOptions): ChargeEngine {
     },
     processRefund: async (key, request) => {
       if (!observing) await observerReady;
-      const v = validated('refund', REFUND_OPERATION.spanName, key, request, () =>
+      const v = validated(REFUND_OPERATION, key, request, () =>
         validateRefundRequest(key, request),
       );
       REFUND.requireProvider(env.provider);
@@ -327,7 +324,7 @@ export function createChargeEngine(options: ChargeEngineOptions): ChargeEngine {
     },
     processCapture: async (key, request) => {
       if (!observing) await observerReady;
-      const v = validated('capture', CAPTURE_OPERATION.spanName, key, request, () =>
+      const v = validated(CAPTURE_OPERATION, key, request, () =>
         validateCaptureRequest(key, request),
       );
       CAPTURE.requireProvider(env.provider);

@@ -151,19 +151,20 @@ export function noteAdopted(scoped: ScopedKey, adopted: boolean): void {
 const MOST_REFUSED_CHARS = 255;
 
 /**
- * A call refused before anything was written (400): counted, and its span (`spanName`) recorded
- * at once, ending as it starts with the error's code. The request may be anything: its merchant
- * (and key, with `recordKeys`) go on the span only when they are strings of a sensible length.
+ * A call of `def` (a charge, a refund, a capture) refused before anything was written (400):
+ * counted, and its span recorded at once, ending as it starts with the error's code. The request
+ * may be anything: its merchant (and key, with `recordKeys`) go on the span only when they are
+ * strings of a sensible length.
  */
 export function observeRefusal(
   env: EngineEnv,
-  spanName: string,
-  operation: string,
+  def: { spanName: string; operation(env: EngineEnv): string },
   key: unknown,
   request: unknown,
   error: unknown,
 ): void {
   const { observer } = env;
+  const operation = def.operation(env);
   recordQuietly(() => observer.instruments?.invalid(operation));
   if (!observer.tracing) return;
   const attributes: Attributes = { 'chargeonce.operation': operation };
@@ -173,7 +174,7 @@ export function observeRefusal(
       : undefined;
   if (readable(merchantId)) attributes['chargeonce.merchant_id'] = merchantId;
   if (observer.recordKeys && readable(key)) attributes['chargeonce.key'] = key;
-  const span = observer.startSpan(spanName, attributes);
+  const span = observer.startSpan(def.spanName, attributes);
   if (!span) return;
   recordQuietly(() => {
     observer.fail(span, error);

@@ -9,7 +9,6 @@ import {
 import type { ScopedKey } from './keyState.js';
 import type { Tables } from './tables.js';
 
-/** The local charge row of a key, as `inspect` shows it. */
 /**
  * What a charge holds besides its amount, in minor units: what was captured and refunded, and
  * what a capture or refunds in flight hold (a person resolving a parked refund or capture sees
@@ -27,6 +26,7 @@ export type ChargeTotals = {
   refundedMinor: number;
 };
 
+/** The local charge row of a key, as `inspect` shows it. */
 export type ChargeDetails = {
   status: ChargeStatus;
   customerId: string;
@@ -89,14 +89,27 @@ export type KeyDetails = {
 
 const ms = z.number();
 
-/** A charge's totals as read (`c`: the key's charge; `mc`: a movement's): null without one. */
-const totalsRow = (prefix: 'c' | 'mc') => ({
-  [`${prefix}_authorized_only`]: z.boolean().nullable(),
-  [`${prefix}_captured_minor`]: z.number().nullable(),
-  [`${prefix}_capture_reserved_minor`]: z.number().nullable(),
-  [`${prefix}_refund_reserved_minor`]: z.number().nullable(),
-  [`${prefix}_refunded_minor`]: z.number().nullable(),
-});
+/** A charge's totals, read as one JSON object (null when the join found no charge). */
+const totalsJson = z
+  .object({
+    authorizedOnly: z.boolean(),
+    capturedMinor: z.number().nullable(),
+    captureReservedMinor: z.number().nullable(),
+    refundReservedMinor: z.number(),
+    refundedMinor: z.number(),
+  })
+  .nullable();
+
+/** The JSON `totalsJson` reads, of the charge joined as `alias` (`c`, or `mc` for a movement's). */
+const totalsOf = (alias: 'c' | 'mc') => {
+  const column = (name: string) => sql.identifier([alias, name]);
+  return sql.fragment`CASE WHEN ${column('id')} IS NULL THEN NULL ELSE json_build_object(
+    'authorizedOnly', ${column('authorized_only')},
+    'capturedMinor', ${column('captured_minor')},
+    'captureReservedMinor', ${column('capture_reserved_minor')},
+    'refundReservedMinor', ${column('refund_reserved_minor')},
+    'refundedMinor', ${column('refunded_minor')}) END`;
+};
 
 const detailsRow = z.object({
   recovery_point: z.enum(RECOVERY_POINTS),
@@ -123,7 +136,7 @@ const detailsRow = z.object({
   provider_key: z.string().nullable(),
   provider_charge_id: z.string().nullable(),
   decline_code: z.string().nullable(),
-  ...totalsRow('c'),
+  c_totals: totalsJson,
   charge_created_ms: ms.nullable(),
   charge_updated_ms: ms.nullable(),
   m_kind: z.enum(['refund', 'capture']).nullable(),
@@ -139,7 +152,7 @@ const detailsRow = z.object({
   m_failure_code: z.string().nullable(),
   m_created_ms: ms.nullable(),
   m_updated_ms: ms.nullable(),
-  ...totalsRow('mc'),
+  mc_totals: totalsJson,
 });
 
 const epochMs = (column: string) =>
@@ -165,11 +178,7 @@ export async function readKeyDetails(
       ${epochMs('k.failed_at')} AS failed_ms,
       c.status AS charge_status, c.customer_id, c.amount_minor::float8 AS amount_minor,
       c.currency, c.description, c.metadata::text AS metadata, c.provider_key,
-      c.provider_charge_id, c.decline_code, c.authorized_only AS c_authorized_only,
-      c.captured_minor::float8 AS c_captured_minor,
-      c.capture_reserved_minor::float8 AS c_capture_reserved_minor,
-      c.refund_reserved_minor::float8 AS c_refund_reserved_minor,
-      c.refunded_minor::float8 AS c_refunded_minor,
+      c.provider_charge_id, c.decline_code, ${totalsOf('c')} AS c_totals,
       ${epochMs('c.created_at')} AS charge_created_ms,
       ${epochMs('c.updated_at')} AS charge_updated_ms,
       m.kind AS m_kind, m.charge_id::text AS m_charge_id, m.status AS m_status,
@@ -178,12 +187,8 @@ export async function readKeyDetails(
       m.provider_charge_id AS m_provider_charge_id,
       m.provider_movement_id AS m_provider_movement_id, m.failure_code AS m_failure_code,
       ${epochMs('m.created_at')} AS m_created_ms,
-      ${epochMs('m.updated_at')} AS m_updated_ms, 
-      mc.authorized_only AS mc_authorized_only,
-      mc.captured_minor::float8 AS mc_captured_minor,
-      mc.capture_reserved_minor::float8 AS mc_capture_reserved_minor,
-      mc.refund_reserved_minor::float8 AS mc_refund_reserved_minor,
-      mc.refunded_minor::float8 AS mc_refunded_minor
+      ${epochMs('m.updated_at')} AS m_updated_ms,
+      ${totalsOf('mc')} AS mc_totals
     FROM ${tables.keys} k
     LEFT JOIN ${tables.charges} c ON c.merchant_id = k.merchant_id AND c.id = k.charge_id
     LEFT JOIN ${tables.movements} m ON m.merchant_id = k.merchant_id AND m.id = k.charge_id
@@ -236,7 +241,7 @@ function movementOf(row: z.infer<typeof detailsRow>): MovementDetails | null {
     providerChargeId: row.m_provider_charge_id,
     providerMovementId: row.m_provider_movement_id,
     failureCode: row.m_failure_code,
-    chargeTotals: totalsOf(row, 'mc'),
+    chargeTotals: row.mc_totals,
     createdAt: new Date(row.m_created_ms),
     updatedAt: new Date(row.m_updated_ms),
   };
@@ -255,7 +260,8 @@ function chargeOf(row: z.infer<typeof detailsRow>): ChargeDetails | null {
     row.currency === null ||
     row.provider_key === null ||
     row.charge_created_ms === null ||
-    row.charge_updated_ms === null
+    row.charge_updated_ms === null ||
+    row.c_totals === null
   ) {
     return null;
   }
@@ -269,33 +275,8 @@ function chargeOf(row: z.infer<typeof detailsRow>): ChargeDetails | null {
     providerKey: row.provider_key,
     providerChargeId: row.provider_charge_id,
     declineCode: row.decline_code,
-    totals: totalsOf(row, 'c') ?? NO_TOTALS,
+    totals: row.c_totals,
     createdAt: new Date(row.charge_created_ms),
     updatedAt: new Date(row.charge_updated_ms),
-  };
-}
-
-/** A charge row always has its totals; this stands in only if a column came back null. */
-const NO_TOTALS: ChargeTotals = {
-  authorizedOnly: false,
-  capturedMinor: null,
-  captureReservedMinor: null,
-  refundReservedMinor: 0,
-  refundedMinor: 0,
-};
-
-function totalsOf(row: Record<string, unknown>, alias: 'c' | 'mc'): ChargeTotals | null {
-  const authorizedOnly = row[`${alias}_authorized_only`];
-  const refundReserved = row[`${alias}_refund_reserved_minor`];
-  const refunded = row[`${alias}_refunded_minor`];
-  // authorized_only and the refund totals are NOT NULL: null means no charge was joined.
-  if (typeof authorizedOnly !== 'boolean') return null;
-  if (typeof refundReserved !== 'number' || typeof refunded !== 'number') return null;
-  return {
-    authorizedOnly,
-    capturedMinor: (row[`${alias}_captured_minor`] as number | null) ?? null,
-    captureReservedMinor: (row[`${alias}_capture_reserved_minor`] as number | null) ?? null,
-    refundReservedMinor: refundReserved,
-    refundedMinor: refunded,
   };
 }
