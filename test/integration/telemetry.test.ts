@@ -258,37 +258,44 @@ describe('OpenTelemetry', () => {
     await engine.close();
   });
 
-  it('an attempt that lost its lease ends in a 409, counted in conflicts as every 409 is', async () => {
-    const key = aKey();
-    const request = aRequest({ merchantId: 'm_otel_lease_lost' });
-    const clock = aManualClock();
-    const { engine: sweeper } = engineWith({ clock });
-    const { engine, provider } = engineWith({
-      clock,
-      faults: {
-        shouldCrash: () => false,
-        // The claim's acknowledgement is held up past the lease; a sweeper takes the key.
-        stall: (point) =>
-          point === 'afterClaimCommit'
-            ? (async () => {
-                await expireLease(sdk.db.pool, sdk.db.tables, request.merchantId, key);
-                clock.advance(30_000);
-                await sweeper.sweep();
-              })()
-            : undefined,
-      },
-    });
+  it.each([
+    ['its lease renewal before the provider call', false],
+    ['its reserve step, claimed on its own', true],
+  ])(
+    'an attempt that lost its lease at %s ends in a 409, counted in conflicts as every 409 is',
+    async (_where, separateClaim) => {
+      const key = aKey();
+      const request = aRequest({ merchantId: 'm_otel_lease_lost' });
+      const clock = aManualClock();
+      const { engine: sweeper } = engineWith({ clock });
+      const { engine, provider } = engineWith({
+        clock,
+        separateClaim,
+        faults: {
+          shouldCrash: () => false,
+          // The claim's acknowledgement is held up past the lease; a sweeper takes the key.
+          stall: (point) =>
+            point === 'afterClaimCommit'
+              ? (async () => {
+                  await expireLease(sdk.db.pool, sdk.db.tables, request.merchantId, key);
+                  clock.advance(30_000);
+                  await sweeper.sweep();
+                })()
+              : undefined,
+        },
+      });
 
-    await expect(engine.processCharge(key, request)).rejects.toMatchObject({
-      code: 'idempotency_key_in_use',
-    });
+      await expect(engine.processCharge(key, request)).rejects.toMatchObject({
+        code: 'idempotency_key_in_use',
+      });
 
-    expect(provider.calls.createCharge).toBe(0);
-    expect(await sum('chargeonce.lease_lost')).toBe(1);
-    expect(await sum('chargeonce.conflicts')).toBe(1);
-    await engine.close();
-    await sweeper.close();
-  });
+      expect(provider.calls.createCharge).toBe(0);
+      expect(await sum('chargeonce.lease_lost')).toBe(1);
+      expect(await sum('chargeonce.conflicts')).toBe(1);
+      await engine.close();
+      await sweeper.close();
+    },
+  );
 
   it('an adoption by a client retry: a find span, adopted, counted by who adopted', async () => {
     const { engine, provider } = engineWith();
