@@ -1,10 +1,13 @@
 import { recordPendingTelemetry } from './recordLater.js';
 import type { Attributes, Meter, Observable } from '@opentelemetry/api';
 
+/** One series of a counter: its attribute set, and an id as unique as the set. */
+export type SeriesKey = { readonly id: string; readonly attributes: Attributes };
+
 /** A counter that sums its adds here and hands them to the SDK when a reader collects. */
 export type CoalescedCounter = {
-  /** Adds `value` to the series named `id`, whose attributes `attributes` builds (once). */
-  add(value: number, id: string, attributes: () => Attributes): void;
+  /** Adds `value` to `series` (made once and reused: see `attributeSets`). */
+  add(value: number, series: SeriesKey): void;
 };
 
 /** Series kept per counter at most: past them, adds go to the SDK one by one. */
@@ -42,12 +45,12 @@ export function createCoalescedCounters(
       }
     });
     return {
-      add(value, id, attributes) {
-        const s = series.get(id);
+      add(value, key) {
+        const s = series.get(key.id);
         if (s) s.pending += value;
         else if (series.size < MAX_SERIES)
-          series.set(id, { attributes: attributes(), pending: value });
-        else counter.add(value, attributes());
+          series.set(key.id, { attributes: key.attributes, pending: value });
+        else counter.add(value, key.attributes);
       },
     };
   };

@@ -1,6 +1,6 @@
-import type { Histogram, Meter } from '@opentelemetry/api';
+import type { Attributes, Histogram, Meter } from '@opentelemetry/api';
 import { attributeSets } from './attributeSets.js';
-import { createCoalescedCounters } from './createCoalescedCounters.js';
+import { createCoalescedCounters, type SeriesKey } from './createCoalescedCounters.js';
 import { createKeyGauges, type KeyCounts } from './createKeyGauges.js';
 import type { ChargeOnceEvent } from './events.js';
 
@@ -85,123 +85,129 @@ export function createInstruments(meter: Meter): Instruments {
   );
   const phaseSeconds = histogram('chargeonce.phase.duration', 'Database work of one phase');
   const providerSeconds = histogram('chargeonce.provider.duration', 'One provider call');
-  const durationSets = attributeSets();
-  const failureSets = attributeSets();
-  const phaseSets = attributeSets();
-  const providerSets = attributeSets();
-
-  const byOperation = (operation: string) => () => ({ 'chargeonce.operation': operation });
+  // Every series and attribute set a measurement names, made once (see attributeSets).
+  const byOperation = seriesBy('chargeonce.operation');
+  const adoptedBy = seriesBy('chargeonce.operation', 'chargeonce.by');
+  const failedAs = seriesBy('chargeonce.operation', 'chargeonce.failure');
+  const sweptAs = seriesBy('chargeonce.sweep.result');
+  const claimedFrom = seriesBy('chargeonce.operation', 'chargeonce.from');
+  const adminAction = seriesBy('chargeonce.operation', 'chargeonce.action');
+  const outcomeSeries = attributeSets(outcomeSeriesOf);
+  const failureSets = attributeSets((operation, errorType) =>
+    Object.freeze({ 'chargeonce.operation': operation, 'error.type': errorType }),
+  );
+  const phaseSets = attributeSets((phase) => Object.freeze({ 'chargeonce.phase': phase }));
+  const providerSets = attributeSets((call, outcome) =>
+    Object.freeze({ 'chargeonce.provider.call': call, 'chargeonce.provider.outcome': outcome }),
+  );
 
   return {
     countEvent(event) {
       switch (event.type) {
         case 'replayed':
-          replays.add(1, event.operation, byOperation(event.operation));
+          replays.add(1, byOperation(event.operation, ''));
           return;
         case 'conflict':
           // Counted as the call ends (`chargeFailed`): every 409 a caller got, this one included.
           return;
         case 'reused':
-          reuses.add(1, event.operation, byOperation(event.operation));
+          reuses.add(1, byOperation(event.operation, ''));
           return;
         case 'adopted':
-          adoptions.add(1, `${event.operation}\u0000${event.by}`, () => ({
-            'chargeonce.operation': event.operation,
-            'chargeonce.by': event.by,
-          }));
+          adoptions.add(1, adoptedBy(event.operation, event.by));
           return;
-        case 'provider_failed': {
-          const failure = event.transient ? 'transient' : 'error';
-          providerFailures.add(1, `${event.operation}\u0000${failure}`, () => ({
-            'chargeonce.operation': event.operation,
-            'chargeonce.failure': failure,
-          }));
+        case 'provider_failed':
+          providerFailures.add(
+            1,
+            failedAs(event.operation, event.transient ? 'transient' : 'error'),
+          );
           return;
-        }
         case 'parked':
-          parked.add(1, event.operation, byOperation(event.operation));
+          parked.add(1, byOperation(event.operation, ''));
           return;
         case 'lease_lost':
-          leaseLost.add(1, event.operation, byOperation(event.operation));
+          leaseLost.add(1, byOperation(event.operation, ''));
           return;
         case 'swept':
           for (const [kind, count] of Object.entries(event.result)) {
-            if (kind !== 'examined' && count > 0)
-              swept.add(count, kind, () => ({ 'chargeonce.sweep.result': kind }));
+            if (kind !== 'examined' && count > 0) swept.add(count, sweptAs(kind, ''));
           }
           return;
         case 'reaped':
-          if (event.reaped > 0) reaped.add(event.reaped, '', () => ({}));
+          if (event.reaped > 0) reaped.add(event.reaped, NO_ATTRIBUTES);
           return;
         case 'claimed':
-          claims.add(1, `${event.operation}\u0000${event.from}`, () => ({
-            'chargeonce.operation': event.operation,
-            'chargeonce.from': event.from,
-          }));
+          claims.add(1, claimedFrom(event.operation, event.from));
           return;
         case 'cancelled':
-          cancelled.add(1, event.operation, byOperation(event.operation));
+          cancelled.add(1, byOperation(event.operation, ''));
           return;
         case 'waiting':
           // A wait is not an outcome: it ends in a replay or a 409, each counted then.
           return;
         case 'requeued':
         case 'resolved':
-          adminActions.add(1, `${event.operation}\u0000${event.type}`, () => ({
-            'chargeonce.operation': event.operation,
-            'chargeonce.action': event.type,
-          }));
+          adminActions.add(1, adminAction(event.operation, event.type));
           return;
       }
     },
     charged(operation, { status, replayed }, seconds) {
-      const id = `${operation}\u0000${status}`;
-      outcomes.add(1, `${id}\u0000${replayed}`, () => ({
-        'chargeonce.operation': operation,
-        'chargeonce.outcome.status': status,
-        'chargeonce.replayed': replayed,
-      }));
-      processSeconds.record(
-        seconds,
-        durationSets(id, () => ({
-          'chargeonce.operation': operation,
-          'chargeonce.outcome.status': status,
-        })),
-      );
+      const series = outcomeSeries(operation, status);
+      outcomes.add(1, replayed ? series.replayed : series.fresh);
+      processSeconds.record(seconds, series.duration);
     },
     chargeFailed(operation, errorType, seconds) {
       // Another attempt held the key, or this one lost its lease: a 409 either way.
-      if (errorType === 'idempotency_key_in_use') {
-        conflicts.add(1, operation, byOperation(operation));
-      }
-      processSeconds.record(
-        seconds,
-        failureSets(`${operation}\u0000${errorType}`, () => ({
-          'chargeonce.operation': operation,
-          'error.type': errorType,
-        })),
-      );
+      if (errorType === 'idempotency_key_in_use') conflicts.add(1, byOperation(operation, ''));
+      processSeconds.record(seconds, failureSets(operation, errorType));
     },
     invalid(operation) {
-      invalid.add(1, operation, byOperation(operation));
+      invalid.add(1, byOperation(operation, ''));
     },
     phaseDuration(seconds, phase) {
-      phaseSeconds.record(
-        seconds,
-        phaseSets(phase, () => ({ 'chargeonce.phase': phase })),
-      );
+      phaseSeconds.record(seconds, phaseSets(phase, ''));
     },
     providerDuration(seconds, call, outcome) {
-      providerSeconds.record(
-        seconds,
-        providerSets(`${call}\u0000${outcome}`, () => ({
-          'chargeonce.provider.call': call,
-          'chargeonce.provider.outcome': outcome,
-        })),
-      );
+      providerSeconds.record(seconds, providerSets(call, outcome));
     },
     observeKeys(sample, everyMs) {
       keyGauges.observeKeys(sample, everyMs);
     },
+  };
+}
+
+/** The series of a counter without attributes. */
+const NO_ATTRIBUTES: SeriesKey = { id: '', attributes: Object.freeze({}) };
+
+/**
+ * Series of a counter keyed by one attribute (`first`) or two, each made once: called with the
+ * attribute values (the second '' when there is one attribute).
+ */
+function seriesBy(first: string, second?: string): (a: string, b: string) => SeriesKey {
+  return attributeSets((a, b) => {
+    if (second === undefined) return { id: a, attributes: Object.freeze({ [first]: a }) };
+    return { id: `${a}\u0000${b}`, attributes: Object.freeze({ [first]: a, [second]: b }) };
+  });
+}
+
+/** An outcome's series (a fresh one, a replayed one) and its duration's attribute set. */
+type OutcomeSeries = { fresh: SeriesKey; replayed: SeriesKey; duration: Attributes };
+
+function outcomeSeriesOf(operation: string, status: string): OutcomeSeries {
+  const outcome = (replayed: boolean): SeriesKey => ({
+    id: `${operation}\u0000${status}\u0000${replayed}`,
+    attributes: Object.freeze({
+      'chargeonce.operation': operation,
+      'chargeonce.outcome.status': status,
+      'chargeonce.replayed': replayed,
+    }),
+  });
+  return {
+    fresh: outcome(false),
+    replayed: outcome(true),
+    duration: Object.freeze({
+      'chargeonce.operation': operation,
+      'chargeonce.outcome.status': status,
+    }),
   };
 }

@@ -62,8 +62,24 @@ describe('OpenTelemetry', () => {
     expect(await sum('chargeonce.charges', { 'chargeonce.outcome.status': 'succeeded' })).toBe(1);
     const duration = await metric('chargeonce.process_charge.duration');
     expect(duration?.dataPoints).toHaveLength(1);
-    expect(await metric('chargeonce.phase.duration')).toBeDefined();
-    expect(await metric('chargeonce.provider.duration')).toBeDefined();
+    expect(await histogramCount('chargeonce.phase.duration', { 'chargeonce.phase': 'claim' })).toBe(
+      1,
+    );
+    expect(
+      await histogramCount('chargeonce.phase.duration', { 'chargeonce.phase': 'complete' }),
+    ).toBe(1);
+    expect(
+      await histogramCount('chargeonce.provider.duration', {
+        'chargeonce.provider.call': 'create',
+        'chargeonce.provider.outcome': 'answered',
+      }),
+    ).toBe(1);
+    expect(
+      await sum('chargeonce.claims', {
+        'chargeonce.operation': 'charge',
+        'chargeonce.from': 'new',
+      }),
+    ).toBe(1);
   });
 
   it('a replay: replayed, from completed, one span and no child (it is one statement); the key when opted in', async () => {
@@ -317,6 +333,49 @@ describe('OpenTelemetry', () => {
     expect(await sum('chargeonce.provider.failures', { 'chargeonce.failure': 'transient' })).toBe(
       1,
     );
+    // Both attempts took the key: the first as new, the retry from where the first stopped.
+    expect(await sum('chargeonce.claims', { 'chargeonce.from': 'new' })).toBe(1);
+    expect(await sum('chargeonce.claims', { 'chargeonce.from': 'reserved' })).toBe(1);
+    expect(
+      await histogramCount('chargeonce.provider.duration', {
+        'chargeonce.provider.call': 'create',
+        'chargeonce.provider.outcome': 'transient',
+      }),
+    ).toBe(1);
+  });
+
+  it('a key parked by the sweeper, then requeued and resolved by a person: counted by action', async () => {
+    const { engine, provider } = engineWith({ maxAttempts: 1 });
+    const merchantId = 'm_otel_parked';
+    const parkedKeys = [aKey(), aKey()];
+    provider.outage(10);
+    for (const key of parkedKeys) {
+      await seedInterruptedKey(
+        sdk.db.pool,
+        sdk.db.tables,
+        key,
+        aRequest({ merchantId }),
+        'reserved',
+      );
+      await expireLease(sdk.db.pool, sdk.db.tables, merchantId, key);
+    }
+    await engine.sweep();
+    expect(await sum('chargeonce.parked', { 'chargeonce.operation': 'charge' })).toBe(2);
+
+    const [requeued, resolved] = parkedKeys as [string, string];
+    const who = { merchantId, actor: 'ops@example', reason: 'checked with the provider' };
+    expect(await engine.requeue({ ...who, key: requeued })).toBe(true);
+    await engine.resolve({ ...who, key: resolved, outcome: 'cancelled' });
+
+    for (const action of ['requeued', 'resolved']) {
+      expect(
+        await sum('chargeonce.admin_actions', {
+          'chargeonce.operation': 'charge',
+          'chargeonce.action': action,
+        }),
+        action,
+      ).toBe(1);
+    }
   });
 
   it("a sweeper adoption: counted by who adopted; the pass span carries no one key's attributes", async () => {

@@ -113,4 +113,39 @@ describe('telemetry recorded after the call', () => {
       warn.mockRestore();
     }
   });
+
+  it('a meter whose instruments throw never fails a charge, and costs no span', async () => {
+    const broke = () => {
+      throw new Error('meter broke');
+    };
+    const meter = {
+      createCounter: () => ({ add: broke }),
+      createHistogram: () => ({ record: broke }),
+      createObservableGauge: () => ({ addCallback() {}, removeCallback() {} }),
+      addBatchObservableCallback() {},
+      removeBatchObservableCallback() {},
+    };
+    const warn = vi.spyOn(console, 'warn').mockImplementation(() => {});
+    try {
+      const engine = engineWith(tracerProvider.getTracer('test'), {
+        telemetry: { tracer: tracerProvider.getTracer('test'), meter },
+      });
+      const key = aKey();
+      const outcomes = await Promise.all([
+        engine.processCharge(key, aRequest()),
+        engine.processCharge(aKey(), aRequest()),
+      ]);
+      outcomes.push(await engine.processCharge(key, aRequest()));
+      await engine.close();
+
+      expect(outcomes.map((o) => [o.status, o.replayed])).toEqual([
+        ['succeeded', false],
+        ['succeeded', false],
+        ['succeeded', true],
+      ]);
+      expect(named('chargeonce.process_charge')).toHaveLength(3);
+    } finally {
+      warn.mockRestore();
+    }
+  });
 });
