@@ -1,9 +1,10 @@
-// What a replay's telemetry costs in Node CPU, part by part, without a database: the replay's
-// observed path (the same functions processCharge runs for one: its call, its claim phase, its
-// `replayed` event) with telemetry off, with chargeonce's own bookkeeping only (a meter whose
+// What a call's telemetry costs in Node CPU, part by part, without a database: the observed path
+// of a replay (the same functions processCharge runs for one: its call, its claim phase, its
+// `replayed` event) or of a fresh charge (its call, claim, `claimed` event, provider call and
+// completion), with telemetry off, with chargeonce's own bookkeeping only (a meter whose
 // instruments do nothing), with the OpenTelemetry SDK's meter, its tracer, and both. Run it as
 //
-//   npx tsx scripts/bench/telemetryCost.ts [--calls 200000] [--rounds 5]
+//   npx tsx scripts/bench/telemetryCost.ts [--scenario replay|fresh] [--calls 200000] [--rounds 5]
 //
 // Each mode runs in a process of its own (a context manager, once it has run something, puts
 // promise hooks on every promise of the process for good), round after round, the modes
@@ -22,7 +23,13 @@ import {
   BatchSpanProcessor,
   type SpanExporter,
 } from '@opentelemetry/sdk-trace-base';
-import { observeOperation, observePhase } from '../../src/engine/observeCharge.js';
+import {
+  noteAdopted,
+  noteAttempt,
+  observeOperation,
+  observePhase,
+  observeProvider,
+} from '../../src/engine/observeCharge.js';
 import type { EngineEnv } from '../../src/engine/engineEnv.js';
 import { createObserver, type TelemetryOptions } from '../../src/observability/observer.js';
 import { OnDemandMetricReader } from '../support/onDemandMetricReader.js';
@@ -36,9 +43,12 @@ const { values } = parseArgs({
     calls: { type: 'string', default: '200000' },
     rounds: { type: 'string', default: '5' },
     mode: { type: 'string' },
+    scenario: { type: 'string', default: 'replay' },
   },
 });
 const calls = Number(values.calls);
+const scenario = values.scenario;
+if (scenario !== 'replay' && scenario !== 'fresh') throw new Error('--scenario is replay or fresh');
 
 /** Callers at a time, as the bench's concurrency 8. */
 const CONCURRENCY = 8;
@@ -83,33 +93,11 @@ function telemetryOf(mode: Mode): TelemetryOptions | false {
 async function measure(mode: Mode): Promise<{ cpuNs: number; gcNs: number }> {
   const observer = await createObserver({ telemetry: telemetryOf(mode) });
   const env = { observer, hooks: {}, separateClaim: false } as unknown as EngineEnv;
-  const stored = { status: 'succeeded', replayed: true };
-  // A replay as processCharge observes it: the call, its claim (found completed), the event.
-  const replay = (i: number) => {
-    const scoped = { merchantId: 'merchant_1', operation: 'charge', key: `key-${i % 1024}` };
-    return observeOperation(env, 'chargeonce.process_charge', scoped, async () => {
-      const outcome = await observePhase(
-        env,
-        'claim',
-        scoped,
-        () => Promise.resolve(stored),
-        undefined,
-        () => true,
-      );
-      observer.event({
-        type: 'replayed',
-        ...scoped,
-        chargeId: 'ch_1',
-        status: 'succeeded',
-        httpStatus: 201,
-      });
-      return outcome;
-    });
-  };
+  const call = scenario === 'replay' ? replayOf(env) : freshChargeOf(env);
   const batch = Array.from({ length: CONCURRENCY }, (_, j) => j);
   const run = async (n: number) => {
     for (let i = 0; i < n; i += CONCURRENCY) {
-      await Promise.all(batch.map((j) => replay(i + j)));
+      await Promise.all(batch.map((j) => call(i + j)));
       // A turn of the event loop between batches, as a database answer would take.
       await new Promise((resolve) => setImmediate(resolve));
     }
@@ -128,6 +116,59 @@ async function measure(mode: Mode): Promise<{ cpuNs: number; gcNs: number }> {
   return { cpuNs: ((spent.user + spent.system) * 1000) / calls, gcNs: (gcMs * 1e6) / calls };
 }
 
+/** The `i`th call's key: a thousand or so, as many series as a busy merchant's keys. */
+const scopedKey = (i: number) => ({
+  merchantId: 'merchant_1',
+  operation: 'charge',
+  key: `key-${i % 1024}`,
+});
+
+/** A replay as processCharge observes it: the call, its claim (found completed), the event. */
+function replayOf(env: EngineEnv): (i: number) => Promise<unknown> {
+  const stored = { status: 'succeeded', replayed: true };
+  return (i) => {
+    const scoped = scopedKey(i);
+    return observeOperation(env, 'chargeonce.process_charge', scoped, async () => {
+      const outcome = await observePhase(
+        env,
+        'claim',
+        scoped,
+        () => Promise.resolve(stored),
+        undefined,
+        () => true,
+      );
+      env.observer.event({
+        type: 'replayed',
+        ...scoped,
+        chargeId: 'ch_1',
+        status: 'succeeded',
+        httpStatus: 201,
+      });
+      return outcome;
+    });
+  };
+}
+
+/**
+ * A fresh charge as processCharge observes it: the call, its claim, the `claimed` event and the
+ * attempt noted, the provider's charge, the completion.
+ */
+function freshChargeOf(env: EngineEnv): (i: number) => Promise<unknown> {
+  const charged = { status: 'succeeded', replayed: false };
+  return (i) => {
+    const scoped = scopedKey(i);
+    return observeOperation(env, 'chargeonce.process_charge', scoped, async () => {
+      await observePhase(env, 'claim', scoped, () => Promise.resolve({ kind: 'claimed' }));
+      env.observer.event({ type: 'claimed', ...scoped, chargeId: 'ch_1', from: 'new', attempt: 1 });
+      noteAttempt(scoped, 'new', 1);
+      await observeProvider(env, scoped, 'create', () => Promise.resolve({ id: 'py_1' }));
+      noteAdopted(scoped, false);
+      await observePhase(env, 'complete', scoped, () => Promise.resolve(true));
+      return charged;
+    });
+  };
+}
+
 if (values.mode !== undefined) {
   const result = await measure(values.mode as Mode);
   process.stdout.write(JSON.stringify(result));
@@ -139,7 +180,16 @@ if (values.mode !== undefined) {
     for (const mode of MODES) {
       const out = execFileSync(
         process.execPath,
-        [...process.execArgv, script, '--mode', mode, '--calls', String(calls)],
+        [
+          ...process.execArgv,
+          script,
+          '--mode',
+          mode,
+          '--calls',
+          String(calls),
+          '--scenario',
+          scenario,
+        ],
         { encoding: 'utf8' },
       );
       const { cpuNs, gcNs } = JSON.parse(out) as { cpuNs: number; gcNs: number };
@@ -152,7 +202,7 @@ if (values.mode !== undefined) {
   }
   const off = median(cpu.get('off') ?? []);
   console.log(
-    `\nA replay's observed path at concurrency ${CONCURRENCY}, median of rounds (ns per call):`,
+    `\nThe observed path of a ${scenario === 'replay' ? 'replay' : 'fresh charge'} at concurrency ${CONCURRENCY}, median of rounds (ns per call):`,
   );
   for (const mode of MODES) {
     const m = median(cpu.get(mode) ?? []);
