@@ -1,5 +1,6 @@
 import { z } from 'zod';
 import { sql, type FragmentSqlToken } from 'slonik';
+import type { Tables } from './tables.js';
 
 /** What a person did to a key: `resolve` it with an outcome, or `requeue` it for the sweeper. */
 export type AdminActionKind = 'resolve' | 'requeue';
@@ -20,8 +21,13 @@ export type AdminActionRecord = {
   actor: string | null;
   /** Why, as given (`--reason`); null for a requeue called without one. */
   reason: string | null;
-  /** The local charge of the key when the action was taken (a refund's or capture's own id). */
+  /**
+   * The local charge the key's use was about when the action was taken: its own charge, or the
+   * charge a refund or capture key moves money on.
+   */
   chargeId: string;
+  /** A refund or capture key: the local refund or capture; null for a charge key. */
+  movementId: string | null;
   /** A charge resolved `succeeded` or `declined`: the provider's charge id. */
   providerChargeId: string | null;
   declineCode: string | null;
@@ -43,6 +49,7 @@ export const adminActionRow = z.object({
   actor: z.string().nullable(),
   reason: z.string().nullable(),
   charge_id: z.string(),
+  movement_id: z.string().nullable(),
   provider_charge_id: z.string().nullable(),
   decline_code: z.string().nullable(),
   provider_movement_id: z.string().nullable(),
@@ -51,14 +58,26 @@ export const adminActionRow = z.object({
   parked_reason: z.string().nullable(),
 });
 
-/** The select list of {@link adminActionRow} over `admin_actions a`. */
+/**
+ * The select list of {@link adminActionRow} over `admin_actions a` joined to its movement `m`
+ * ({@link movementOfAction}). The row's `charge_id` is the id the key row held: a refund's or
+ * capture's own, on their keys; the charge it moves money on is the movement's.
+ */
 export const adminActionColumns: FragmentSqlToken = sql.fragment`
   a.id::text AS id,
   (extract(epoch FROM a.created_at) * 1000)::float8 AS at_ms,
-  a.action, a.result, a.actor, a.reason, a.charge_id::text AS charge_id, a.provider_charge_id,
+  a.action, a.result, a.actor, a.reason,
+  coalesce(m.charge_id, a.charge_id)::text AS charge_id, m.id::text AS movement_id,
+  a.provider_charge_id,
   a.decline_code, a.provider_movement_id, a.failure_code,
   (extract(epoch FROM a.parked_at) * 1000)::float8 AS parked_at_ms,
   a.parked_reason`;
+
+/** The refund or capture an action on a movement key was about (`m`, none for a charge key). */
+export function movementOfAction(tables: Tables): FragmentSqlToken {
+  return sql.fragment`LEFT JOIN ${tables.movements} m
+    ON m.merchant_id = a.merchant_id AND m.id = a.charge_id`;
+}
 
 export function toAdminActionRecord(row: z.infer<typeof adminActionRow>): AdminActionRecord {
   return {
@@ -69,6 +88,7 @@ export function toAdminActionRecord(row: z.infer<typeof adminActionRow>): AdminA
     actor: row.actor,
     reason: row.reason,
     chargeId: row.charge_id,
+    movementId: row.movement_id,
     providerChargeId: row.provider_charge_id,
     declineCode: row.decline_code,
     providerMovementId: row.provider_movement_id,

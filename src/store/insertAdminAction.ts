@@ -2,6 +2,7 @@ import { sql, type CommonQueryMethods } from 'slonik';
 import {
   adminActionColumns,
   adminActionRow,
+  movementOfAction,
   toAdminActionRecord,
   type AdminActionKind,
   type AdminActionRecord,
@@ -52,6 +53,6 @@ export async function insertAdminAction(
         AND k.recovery_point = 'failed'
       RETURNING *
     )
-    SELECT ${adminActionColumns} FROM a`);
+    SELECT ${adminActionColumns} FROM a ${movementOfAction(tables)}`);
   return row ? toAdminActionRecord(row) : null;
 }

@@ -2,6 +2,7 @@ import { sql, type CommonQueryMethods } from 'slonik';
 import {
   adminActionColumns,
   adminActionRow,
+  movementOfAction,
   toAdminActionRecord,
   type AdminActionRecord,
 } from './adminActionRecord.js';
@@ -20,6 +21,7 @@ export async function readAdminActions(
   const rows = await db.any(sql.type(adminActionRow)`
     SELECT ${adminActionColumns}
     FROM ${tables.adminActions} a
+    ${movementOfAction(tables)}
     WHERE a.merchant_id = ${scoped.merchantId}
       AND a.operation = ${scoped.operation}
       AND a.key = ${scoped.key}

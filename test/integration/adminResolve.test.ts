@@ -144,6 +144,7 @@ describe('resolve', () => {
       result: 'succeeded',
       ...person,
       chargeId: parked.chargeId,
+      movementId: null,
       providerChargeId: 'ch_ok_1',
       parkedReason: 'the provider could not answer',
     });

@@ -258,7 +258,9 @@ describe('resolve a parked refund', () => {
       action: 'resolve',
       result: 'succeeded',
       ...person,
-      chargeId: refundId,
+      // The charge the refund moved money on, and the refund itself.
+      chargeId: charge.chargeId,
+      movementId: refundId,
       providerChargeId: null,
       providerMovementId: found.id,
       failureCode: null,
