@@ -7,7 +7,6 @@ import {
   providerCallStarted,
   recordLater,
   recordQuietly,
-  telemetryFailed,
 } from '../observability/recordLater.js';
 import { rejected } from '../rejected.js';
 import { ProviderTransientError } from '../provider/PaymentProvider.js';
@@ -250,13 +249,9 @@ function recordCall(
   const instruments = observer.instruments;
   if (!instruments) return;
   const seconds = (endedAt - trace.startedAt) / 1000;
-  // As recordQuietly does, without a closure made on every call.
-  try {
-    if (outcome) instruments.charged(trace.scoped.operation, outcome, seconds);
-    else instruments.chargeFailed(trace.scoped.operation, errorType(error), seconds);
-  } catch (failure) {
-    telemetryFailed(failure);
-  }
+  // Last: what it throws is caught around the whole record (recordLater), with nothing after it.
+  if (outcome) instruments.charged(trace.scoped.operation, outcome, seconds);
+  else instruments.chargeFailed(trace.scoped.operation, errorType(error), seconds);
 }
 
 /**

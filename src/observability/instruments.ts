@@ -86,10 +86,10 @@ export function createInstruments(meter: Meter): Instruments {
   const phaseSeconds = histogram('chargeonce.phase.duration', 'Database work of one phase');
   const providerSeconds = histogram('chargeonce.provider.duration', 'One provider call');
   // Every series and attribute set a measurement names, made once (see attributeSets).
-  const byOperation = seriesBy('chargeonce.operation');
+  const byOperation = seriesByOne('chargeonce.operation');
   const adoptedBy = seriesBy('chargeonce.operation', 'chargeonce.by');
   const failedAs = seriesBy('chargeonce.operation', 'chargeonce.failure');
-  const sweptAs = seriesBy('chargeonce.sweep.result');
+  const sweptAs = seriesByOne('chargeonce.sweep.result');
   const claimedFrom = seriesBy('chargeonce.operation', 'chargeonce.from');
   const adminAction = seriesBy('chargeonce.operation', 'chargeonce.action');
   const outcomeSeries = attributeSets(outcomeSeriesOf);
@@ -105,13 +105,13 @@ export function createInstruments(meter: Meter): Instruments {
     countEvent(event) {
       switch (event.type) {
         case 'replayed':
-          replays.add(1, byOperation(event.operation, ''));
+          replays.add(1, byOperation(event.operation));
           return;
         case 'conflict':
           // Counted as the call ends (`chargeFailed`): every 409 a caller got, this one included.
           return;
         case 'reused':
-          reuses.add(1, byOperation(event.operation, ''));
+          reuses.add(1, byOperation(event.operation));
           return;
         case 'adopted':
           adoptions.add(1, adoptedBy(event.operation, event.by));
@@ -123,14 +123,14 @@ export function createInstruments(meter: Meter): Instruments {
           );
           return;
         case 'parked':
-          parked.add(1, byOperation(event.operation, ''));
+          parked.add(1, byOperation(event.operation));
           return;
         case 'lease_lost':
-          leaseLost.add(1, byOperation(event.operation, ''));
+          leaseLost.add(1, byOperation(event.operation));
           return;
         case 'swept':
           for (const [kind, count] of Object.entries(event.result)) {
-            if (kind !== 'examined' && count > 0) swept.add(count, sweptAs(kind, ''));
+            if (kind !== 'examined' && count > 0) swept.add(count, sweptAs(kind));
           }
           return;
         case 'reaped':
@@ -140,7 +140,7 @@ export function createInstruments(meter: Meter): Instruments {
           claims.add(1, claimedFrom(event.operation, event.from));
           return;
         case 'cancelled':
-          cancelled.add(1, byOperation(event.operation, ''));
+          cancelled.add(1, byOperation(event.operation));
           return;
         case 'waiting':
           // A wait is not an outcome: it ends in a replay or a 409, each counted then.
@@ -158,11 +158,11 @@ export function createInstruments(meter: Meter): Instruments {
     },
     chargeFailed(operation, errorType, seconds) {
       // Another attempt held the key, or this one lost its lease: a 409 either way.
-      if (errorType === 'idempotency_key_in_use') conflicts.add(1, byOperation(operation, ''));
+      if (errorType === 'idempotency_key_in_use') conflicts.add(1, byOperation(operation));
       processSeconds.record(seconds, failureSets(operation, errorType));
     },
     invalid(operation) {
-      invalid.add(1, byOperation(operation, ''));
+      invalid.add(1, byOperation(operation));
     },
     phaseDuration(seconds, phase) {
       phaseSeconds.record(seconds, phaseSets(phase, ''));
@@ -179,15 +179,21 @@ export function createInstruments(meter: Meter): Instruments {
 /** The series of a counter without attributes. */
 const NO_ATTRIBUTES: SeriesKey = { id: '', attributes: Object.freeze({}) };
 
-/**
- * Series of a counter keyed by one attribute (`first`) or two, each made once: called with the
- * attribute values (the second '' when there is one attribute).
- */
-function seriesBy(first: string, second?: string): (a: string, b: string) => SeriesKey {
-  return attributeSets((a, b) => {
-    if (second === undefined) return { id: a, attributes: Object.freeze({ [first]: a }) };
-    return { id: `${a}\u0000${b}`, attributes: Object.freeze({ [first]: a, [second]: b }) };
-  });
+/** Series of a counter keyed by one attribute, each made once (see attributeSets). */
+function seriesByOne(name: string): (value: string) => SeriesKey {
+  const sets = attributeSets((value) => ({
+    id: value,
+    attributes: Object.freeze({ [name]: value }),
+  }));
+  return (value) => sets(value, '');
+}
+
+/** Series of a counter keyed by two attributes, each made once (see attributeSets). */
+function seriesBy(first: string, second: string): (a: string, b: string) => SeriesKey {
+  return attributeSets((a, b) => ({
+    id: `${a}\u0000${b}`,
+    attributes: Object.freeze({ [first]: a, [second]: b }),
+  }));
 }
 
 /** An outcome's series (a fresh one, a replayed one) and its duration's attribute set. */
