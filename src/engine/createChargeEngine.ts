@@ -274,7 +274,7 @@ export function createChargeEngine(options: ChargeEngineOptions): ChargeEngine {
 
   /** Validates a refund's or capture's request, counting it (and its span) when refused (400). */
   const validated = <T>(
-    def: typeof REFUND_OPERATION,
+    def: Parameters<typeof observeRefusal>[1],
     key: unknown,
     request: unknown,
     validate: () => T,

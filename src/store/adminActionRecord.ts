@@ -1,5 +1,5 @@
 import { z } from 'zod';
-import { sql, type FragmentSqlToken } from 'slonik';
+import { sql, type FragmentSqlToken, type IdentifierSqlToken } from 'slonik';
 import type { Tables } from './tables.js';
 
 /** What a person did to a key: `resolve` it with an outcome, or `requeue` it for the sweeper. */
@@ -59,24 +59,22 @@ export const adminActionRow = z.object({
 });
 
 /**
- * The select list of {@link adminActionRow} over `admin_actions a` joined to its movement `m`
- * ({@link movementOfAction}). The row's `charge_id` is the id the key row held: a refund's or
- * capture's own, on their keys; the charge it moves money on is the movement's.
+ * The rows of {@link adminActionRow} in `source` (the audit table, or the rows an insert
+ * returned), as `a`, each with the refund or capture it was about (`m`, none for a charge key).
+ * An audit row's `charge_id` is the id the key row held: a refund's or capture's own, on their
+ * keys; the charge it moves money on is the movement's.
  */
-export const adminActionColumns: FragmentSqlToken = sql.fragment`
-  a.id::text AS id,
-  (extract(epoch FROM a.created_at) * 1000)::float8 AS at_ms,
-  a.action, a.result, a.actor, a.reason,
-  coalesce(m.charge_id, a.charge_id)::text AS charge_id, m.id::text AS movement_id,
-  a.provider_charge_id,
-  a.decline_code, a.provider_movement_id, a.failure_code,
-  (extract(epoch FROM a.parked_at) * 1000)::float8 AS parked_at_ms,
-  a.parked_reason`;
-
-/** The refund or capture an action on a movement key was about (`m`, none for a charge key). */
-export function movementOfAction(tables: Tables): FragmentSqlToken {
-  return sql.fragment`LEFT JOIN ${tables.movements} m
-    ON m.merchant_id = a.merchant_id AND m.id = a.charge_id`;
+export function selectAdminActions(tables: Tables, source: IdentifierSqlToken): FragmentSqlToken {
+  return sql.fragment`
+    SELECT a.id::text AS id,
+      (extract(epoch FROM a.created_at) * 1000)::float8 AS at_ms,
+      a.action, a.result, a.actor, a.reason,
+      coalesce(m.charge_id, a.charge_id)::text AS charge_id, m.id::text AS movement_id,
+      a.provider_charge_id, a.decline_code, a.provider_movement_id, a.failure_code,
+      (extract(epoch FROM a.parked_at) * 1000)::float8 AS parked_at_ms,
+      a.parked_reason
+    FROM ${source} a
+    LEFT JOIN ${tables.movements} m ON m.merchant_id = a.merchant_id AND m.id = a.charge_id`;
 }
 
 export function toAdminActionRecord(row: z.infer<typeof adminActionRow>): AdminActionRecord {

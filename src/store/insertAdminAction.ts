@@ -1,8 +1,7 @@
 import { sql, type CommonQueryMethods } from 'slonik';
 import {
-  adminActionColumns,
   adminActionRow,
-  movementOfAction,
+  selectAdminActions,
   toAdminActionRecord,
   type AdminActionKind,
   type AdminActionRecord,
@@ -36,7 +35,7 @@ export async function insertAdminAction(
   input: AdminActionInput,
 ): Promise<AdminActionRecord | null> {
   const row = await db.maybeOne(sql.type(adminActionRow)`
-    WITH a AS (
+    WITH inserted AS (
       INSERT INTO ${tables.adminActions} (merchant_id, operation, key, charge_id, action, result,
         actor, reason, provider_charge_id, decline_code, provider_movement_id, failure_code,
         parked_at, parked_reason)
@@ -53,6 +52,6 @@ export async function insertAdminAction(
         AND k.recovery_point = 'failed'
       RETURNING *
     )
-    SELECT ${adminActionColumns} FROM a ${movementOfAction(tables)}`);
+    ${selectAdminActions(tables, sql.identifier(['inserted']))}`);
   return row ? toAdminActionRecord(row) : null;
 }

@@ -1,8 +1,7 @@
 import { sql, type CommonQueryMethods } from 'slonik';
 import {
-  adminActionColumns,
   adminActionRow,
-  movementOfAction,
+  selectAdminActions,
   toAdminActionRecord,
   type AdminActionRecord,
 } from './adminActionRecord.js';
@@ -19,9 +18,7 @@ export async function readAdminActions(
   scoped: ScopedKey & { chargeId: string },
 ): Promise<AdminActionRecord[]> {
   const rows = await db.any(sql.type(adminActionRow)`
-    SELECT ${adminActionColumns}
-    FROM ${tables.adminActions} a
-    ${movementOfAction(tables)}
+    ${selectAdminActions(tables, tables.adminActions)}
     WHERE a.merchant_id = ${scoped.merchantId}
       AND a.operation = ${scoped.operation}
       AND a.key = ${scoped.key}
