@@ -14,6 +14,7 @@ import { insertAdminAction } from '../store/insertAdminAction.js';
 import { withStore } from '../store/storeErrors.js';
 import type { Tables } from '../store/tables.js';
 import { takeParkedKey } from '../store/takeParkedKey.js';
+import { PROVIDER_CHARGE_ID_INDEX, violatesUnique } from '../store/uniqueViolation.js';
 import { KeyNotResolvableError } from './KeyNotResolvableError.js';
 import { notResolvable } from './notResolvable.js';
 import { readResolveInput, type CheckedChargeResolve } from './resolveInput.js';
@@ -152,7 +153,7 @@ async function complete(
   try {
     return await completeParkedKey(tx, tables, completion);
   } catch (error) {
-    if (!isDuplicateProviderChargeId(error)) throw error;
+    if (!violatesUnique(error, PROVIDER_CHARGE_ID_INDEX)) throw error;
     throw new InvalidRequestError(
       [
         {
@@ -163,14 +164,4 @@ async function complete(
       { cause: error },
     );
   }
-}
-
-function isDuplicateProviderChargeId(error: unknown): boolean {
-  for (let e: unknown = error; e instanceof Error; e = e.cause) {
-    const fields = e as { code?: unknown; constraint?: unknown };
-    if (fields.code === '23505' && fields.constraint === 'charges_provider_charge_id_key') {
-      return true;
-    }
-  }
-  return false;
 }

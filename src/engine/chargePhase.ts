@@ -9,6 +9,7 @@ import type { Reservation } from '../store/reservation.js';
 import type { StorePools } from '../store/resolvePool.js';
 import type { ScopedKey } from '../store/keyState.js';
 import { withStore } from '../store/storeErrors.js';
+import { PROVIDER_CHARGE_ID_INDEX, violatesUnique } from '../store/uniqueViolation.js';
 import { askProvider, type ProviderAnswer, type WhenNotFound } from './askProvider.js';
 import { chargeBody, HTTP_STATUS } from './chargeBody.js';
 import { checkProviderAnswer } from './checkProviderAnswer.js';
@@ -125,7 +126,7 @@ export async function chargePhase(
   } catch (error) {
     // The provider answered with a charge another key of this merchant already recorded: not
     // this request's charge, whatever it says.
-    if (!isDuplicateProviderChargeId(error)) throw error;
+    if (!violatesUnique(error, PROVIDER_CHARGE_ID_INDEX)) throw error;
     return parkRefusedAnswer(
       env,
       heldKeyOf(charge),
@@ -242,8 +243,10 @@ async function completeWithHook(
       await hook(hookTransaction(tx));
     });
   } catch (error) {
-    // The hook failed and the phase rolled back; the key stays `reserved`.
-    await releaseAfterFailure(env, charge, error);
+    // The phase rolled back; the key stays `reserved`. A provider charge id recorded for another
+    // charge keeps the lease: the caller parks the key under it.
+    if (!violatesUnique(error, PROVIDER_CHARGE_ID_INDEX))
+      await releaseAfterFailure(env, charge, error);
     throw error;
   }
 }
@@ -277,17 +280,6 @@ function obtainProviderCharge(
     create: (opts) => provider.createCharge(input, opts),
     observe: (call, work) => observeProvider(env, charge.scoped, call, work),
   });
-}
-
-/** The unique index on a merchant's provider charge ids refused the completion. */
-function isDuplicateProviderChargeId(error: unknown): boolean {
-  for (let e: unknown = error; e instanceof Error; e = e.cause) {
-    const fields = e as { code?: unknown; constraint?: unknown };
-    if (fields.code === '23505' && fields.constraint === 'charges_provider_charge_id_key') {
-      return true;
-    }
-  }
-  return false;
 }
 
 /** The charge as a held key, for parking and lease events. */

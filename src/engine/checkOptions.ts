@@ -87,19 +87,44 @@ export function checkTelemetry(telemetry: unknown): void {
     );
   }
   const { tracer, meter, recordKeys } = telemetry as Record<string, unknown>;
-  for (const [name, value] of [
-    ['tracer', tracer],
-    ['meter', meter],
-  ] as const) {
-    if (value !== undefined && value !== null && typeof value !== 'object') {
-      throw new InvalidConfigurationError(
-        `telemetry.${name} must be an OpenTelemetry ${name === 'tracer' ? 'Tracer' : 'Meter'} object, got ${kindOf(value)}`,
-      );
-    }
-  }
+  checkInstrumentSource('tracer', tracer);
+  checkInstrumentSource('meter', meter);
   if (recordKeys !== undefined && recordKeys !== null && typeof recordKeys !== 'boolean') {
     throw new InvalidConfigurationError(
       `telemetry.recordKeys must be true or false, got ${kindOf(recordKeys)}`,
     );
   }
+}
+
+/** What a Tracer and a Meter must have, and how one is had from its provider. */
+const INSTRUMENT_SOURCES = {
+  tracer: {
+    type: 'Tracer',
+    methods: ['startSpan'],
+    from: "tracerProvider.getTracer('chargeonce')",
+  },
+  meter: {
+    type: 'Meter',
+    methods: ['createCounter', 'createHistogram', 'createObservableGauge'],
+    from: "meterProvider.getMeter('chargeonce')",
+  },
+} as const;
+
+/**
+ * `telemetry.tracer` or `.meter`: absent, or an object with the methods the engine calls. A
+ * provider passed for its tracer or meter (an easy slip: both are objects) is named as such;
+ * taken, it would fail every call's telemetry, or every call.
+ */
+function checkInstrumentSource(name: 'tracer' | 'meter', value: unknown): void {
+  if (value === undefined || value === null) return;
+  const { type, methods, from } = INSTRUMENT_SOURCES[name];
+  const fields = typeof value === 'object' ? (value as Record<string, unknown>) : null;
+  if (fields && methods.every((method) => typeof fields[method] === 'function')) return;
+  const provider =
+    fields && typeof fields[name === 'tracer' ? 'getTracer' : 'getMeter'] === 'function';
+  throw new InvalidConfigurationError(
+    provider
+      ? `telemetry.${name} must be an OpenTelemetry ${type}, got its provider: pass ${from}`
+      : `telemetry.${name} must be an OpenTelemetry ${type} object (with ${methods.join(', ')}), got ${kindOf(value)}`,
+  );
 }

@@ -6,6 +6,7 @@ import {
   type MovementCompletion,
 } from '../store/movementStore.js';
 import { withStore } from '../store/storeErrors.js';
+import { PROVIDER_REFUND_ID_INDEX, violatesUnique } from '../store/uniqueViolation.js';
 import { askProvider, type ProviderAnswer, type WhenNotFound } from './askProvider.js';
 import { crashPoint, stallPoint } from './chargePhase.js';
 import type { EngineEnv } from './engineEnv.js';
@@ -195,13 +196,36 @@ async function complete(
       owned.def.kind === 'capture' && result.status === 'succeeded' ? result.amountMinor : null,
   };
   const hook = hookFor(env, owned, source, result);
-  const pools = env.readyPools ?? (await env.pools());
   if (env.faults?.shouldCrash('beforeCompleteCommit', owned.scoped)) {
     return crashBeforeCommit(env, async (tx) => {
       await tx.query(completeMovementQuery(env.tables, completion));
       if (hook) await hook(hookTransaction(tx));
     });
   }
+  try {
+    await write(env, owned, completion, hook);
+  } catch (error) {
+    // The provider answered with a refund another refund of this merchant already recorded: not
+    // this refund's, whatever it says (counted twice, the charge's books would be wrong).
+    if (!violatesUnique(error, PROVIDER_REFUND_ID_INDEX)) throw error;
+    return parkRefusedAnswer(
+      env,
+      heldKeyOf(owned),
+      `provider refund ${result.providerMovementId} is already recorded for another refund of this merchant`,
+    );
+  }
+  crashPoint(env, 'afterCompleteCommit', owned.scoped);
+  return { result, httpStatus, body, source };
+}
+
+/** The fenced completion (and the hook, in its transaction): the `complete` phase. */
+async function write(
+  env: EngineEnv,
+  owned: OwnedMovement,
+  completion: MovementCompletion,
+  hook: ((tx: HookTransaction) => Promise<void>) | undefined,
+): Promise<void> {
+  const pools = env.readyPools ?? (await env.pools());
   await observePhase(
     env,
     'complete',
@@ -224,15 +248,16 @@ async function complete(
             await hook(hookTransaction(tx));
           });
         } catch (error) {
-          // The hook failed and the phase rolled back; the key stays `reserved`, still held.
-          await releaseAfterFailure(env, owned, error);
+          // The phase rolled back; the key stays `reserved`. A provider refund id recorded for
+          // another refund keeps the lease: the caller parks the key under it.
+          if (!violatesUnique(error, PROVIDER_REFUND_ID_INDEX)) {
+            await releaseAfterFailure(env, owned, error);
+          }
           throw error;
         }
       }),
     hook !== undefined,
   );
-  crashPoint(env, 'afterCompleteCommit', owned.scoped);
-  return { result, httpStatus, body, source };
 }
 
 /** The caller's hook for this ending of the movement, bound to its context; none for a refusal. */

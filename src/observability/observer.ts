@@ -103,7 +103,7 @@ export async function createObserver(options: {
   const meter = (telemetry?.meter ?? otel?.metrics.getMeter('chargeonce')) as Meter | undefined;
   // The global meter with no SDK registered is the API's no-op, for good: a meter taken before
   // registration stays one. Its instruments would record nothing, at a cost on every call.
-  const instruments = meter && meter !== otel?.createNoopMeter() ? createInstruments(meter) : null;
+  const instruments = meter && meter !== otel?.createNoopMeter() ? instrumentsQuietly(meter) : null;
   const statusError = otel?.SpanStatusCode.ERROR ?? 2;
   const isTracing = tracingCheck(otel, tracer, telemetry?.tracer !== undefined);
 
@@ -168,6 +168,19 @@ export async function createObserver(options: {
       return span ? inSpan(span, work) : work(null);
     },
   };
+}
+
+/**
+ * The engine's instruments, or none when the meter threw making them (said once): a broken meter
+ * never fails a call, it only records nothing.
+ */
+function instrumentsQuietly(meter: Meter): Instruments | null {
+  try {
+    return createInstruments(meter);
+  } catch (error) {
+    telemetryFailed(error);
+    return null;
+  }
 }
 
 /** A span, or null when the tracer threw (said once): a broken tracer never fails a call. */

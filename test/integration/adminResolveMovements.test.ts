@@ -485,6 +485,95 @@ describe('resolve of refund and capture keys: refusals and hooks', () => {
     });
   });
 
+  it('refuses a provider refund id already recorded for another refund: nothing written, counted once', async () => {
+    const merchantId = 'm_rm_same_refund_id';
+    const first = await aParkedRefund(merchantId, 300);
+    const second = await aParkedRefund(merchantId, 500);
+    const other = await aParkedRefund('m_rm_same_refund_id_other', 400);
+    const asSucceeded = (parked: { key: string }, onMerchant = merchantId) =>
+      engine.resolve({
+        merchantId: onMerchant,
+        key: parked.key,
+        operation: 'refund',
+        outcome: 'succeeded',
+        providerRefundId: 're_pasted_twice',
+        ...person,
+      });
+    await asSucceeded(first);
+
+    const error = await asSucceeded(second).catch((e: unknown) => e);
+    const asFailed = await engine
+      .resolve({
+        merchantId,
+        key: second.key,
+        operation: 'refund',
+        outcome: 'failed',
+        providerRefundId: 're_pasted_twice',
+        ...person,
+      })
+      .catch((e: unknown) => e);
+    // Unique per merchant, as a charge's provider id is.
+    const elsewhere = await asSucceeded(other, 'm_rm_same_refund_id_other');
+
+    for (const refused of [error, asFailed]) {
+      expect(refused).toBeInstanceOf(InvalidRequestError);
+      expect(refused).toMatchObject({
+        issues: [
+          {
+            field: 'providerRefundId',
+            message: 'is already recorded for another refund of this merchant',
+          },
+        ],
+      });
+    }
+    expect(await readKey(merchantId, second.key)).toMatchObject({
+      recovery_point: 'failed',
+      response_body: null,
+    });
+    expect(await auditCount(merchantId, second.key)).toBe(0);
+    expect(await chargeTotals(first.chargeId)).toMatchObject({ refunded_minor: 300 });
+    expect(await chargeTotals(second.chargeId)).toMatchObject({
+      refund_reserved_minor: 500,
+      refunded_minor: 0,
+    });
+    expect(elsewhere.outcome).toMatchObject({ status: 'succeeded' });
+  });
+
+  it("lets captures share a provider id (a provider may name a capture by its charge's id)", async () => {
+    const merchantId = 'm_rm_capture_same_id';
+    const failed = await aParkedCapture(merchantId);
+    await engine.resolve({
+      merchantId,
+      key: failed.key,
+      operation: 'capture',
+      outcome: 'failed',
+      providerCaptureId: 'ch_named_capture',
+      ...person,
+    });
+    // The same authorization captured again, parked again.
+    const retried = { key: aKey() };
+    answerWrongly = true;
+    try {
+      await expect(
+        engine.processCapture(retried.key, { merchantId, chargeId: failed.chargeId }),
+      ).rejects.toBeInstanceOf(ProviderAnswerInvalidError);
+    } finally {
+      answerWrongly = false;
+    }
+
+    const { outcome } = await engine.resolve({
+      merchantId,
+      key: retried.key,
+      operation: 'capture',
+      outcome: 'succeeded',
+      providerCaptureId: 'ch_named_capture',
+      ...person,
+    });
+
+    expect(outcome).toMatchObject({ status: 'succeeded', providerCaptureId: 'ch_named_capture' });
+    expect(await chargeTotals(failed.chargeId)).toMatchObject({ captured_minor: 1000 });
+  });
+
   it("refuses bad input before writing anything, naming each field; a charge's outcome too", async () => {
     const merchantId = 'm_rm_input';
     const refund = await aParkedRefund(merchantId, 100);

@@ -1,4 +1,6 @@
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { MeterProvider } from '@opentelemetry/sdk-metrics';
+import { BasicTracerProvider } from '@opentelemetry/sdk-trace-base';
 import {
   createChargeEngine,
   InvalidConfigurationError,
@@ -42,6 +44,21 @@ describe('option types are checked when the engine is made', () => {
     ],
     ['telemetry.tracer a string', { telemetry: { tracer: 'otel' } }, 'telemetry.tracer must be'],
     ['telemetry.meter a number', { telemetry: { meter: 1 } }, 'telemetry.meter must be'],
+    [
+      'a TracerProvider as telemetry.tracer',
+      { telemetry: { tracer: new BasicTracerProvider() } },
+      "telemetry.tracer must be an OpenTelemetry Tracer, got its provider: pass tracerProvider.getTracer('chargeonce')",
+    ],
+    [
+      'a MeterProvider as telemetry.meter',
+      { telemetry: { meter: new MeterProvider() } },
+      "telemetry.meter must be an OpenTelemetry Meter, got its provider: pass meterProvider.getMeter('chargeonce')",
+    ],
+    [
+      'a meter without gauges',
+      { telemetry: { meter: { createCounter() {}, createHistogram() {} } } },
+      'telemetry.meter must be an OpenTelemetry Meter object (with createCounter, createHistogram, createObservableGauge), got an object',
+    ],
   ])('refuses %s', (_name, options, message) => {
     const error = refusalOf(options);
     expect(error).toBeInstanceOf(InvalidConfigurationError);

@@ -308,6 +308,43 @@ describe('processRefund', () => {
     });
   });
 
+  it.each([
+    { name: 'without hooks', hooks: {} },
+    { name: 'with a complete hook', hooks: { refund: { complete: () => Promise.resolve() } } },
+  ])(
+    'parks a refund the provider answers with a refund id another refund recorded ($name)',
+    async ({ name, hooks }) => {
+      const fake = createFakeProvider();
+      const provider: PaymentProvider = {
+        ...withMovementFaults(fake).provider,
+        createRefund: async (input, opts) => ({
+          ...(await fake.createRefund(input, opts)),
+          id: 're_always_the_same',
+        }),
+      };
+      const engine = createChargeEngine({ pool: db.pgPool, provider, hooks });
+      const merchantId = `m_ref_same_refund_id_${name.length}`;
+      const charge = await engine.processCharge(
+        aKey(),
+        aRequest({ merchantId, amountMinor: 1000 }),
+      );
+      const refund = { merchantId, chargeId: charge.chargeId, amountMinor: 100 };
+      await engine.processRefund(aKey(), refund);
+      const key = aKey();
+
+      const error = await engine.processRefund(key, refund).catch((e: unknown) => e);
+
+      expect(error).toBeInstanceOf(ProviderAnswerInvalidError);
+      const [stuck] = (await engine.listStuck()).filter((s) => s.key === key);
+      expect(stuck?.reason).toMatch(/re_always_the_same is already recorded for another refund/);
+      // The first refund counted; the second still held, for a person to look at.
+      expect(await chargeTotals(charge.chargeId)).toMatchObject({
+        refunded_minor: 100,
+        refund_reserved_minor: 100,
+      });
+    },
+  );
+
   it('with inProgress { waitMs }, callers racing on one refund key all get its one outcome', async () => {
     const provider = createFakeProvider({
       dedupe: false,
