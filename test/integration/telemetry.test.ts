@@ -112,6 +112,15 @@ describe('OpenTelemetry', () => {
       1,
     );
     expect(await histogramCount('chargeonce.process_charge.duration')).toBe(2);
+    // Timed apart from fresh charges: a replay is one statement.
+    for (const replayed of [true, false]) {
+      expect(
+        await histogramCount('chargeonce.process_charge.duration', {
+          'chargeonce.operation': 'charge',
+          'chargeonce.replayed': replayed,
+        }),
+      ).toBe(1);
+    }
   });
 
   it('counters summed in process read the same at every collection, across engines on one meter', async () => {
