@@ -1,4 +1,4 @@
-import type { Attributes, Histogram, Meter } from '@opentelemetry/api';
+import type { Histogram, Meter } from '@opentelemetry/api';
 import { attributeSets } from './attributeSets.js';
 import { createCoalescedCounters, type SeriesKey } from './createCoalescedCounters.js';
 import { createKeyGauges, type KeyCounts } from './createKeyGauges.js';
