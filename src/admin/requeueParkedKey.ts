@@ -11,11 +11,12 @@ import type { RequeueTarget } from './types.js';
 
 /**
  * Puts a key parked in `failed` back for the sweeper and client retries: `engine.requeue`. Taken
- * with a fresh lock token by the statement that checks it is parked, audited (with `actor` and
- * `reason` when given) and requeued in one transaction, so a racing resolve or second requeue
+ * with a fresh lock token by the statement that checks it is parked, audited (`actor` and
+ * `reason`, both required) and requeued in one transaction, so a racing resolve or second requeue
  * cannot both win. Returns false when no parked key matched.
  *
- * @throws {InvalidRequestError} a malformed merchant, key, operation, actor or reason; nothing
+ * @throws {InvalidRequestError} a malformed merchant, key or operation, a missing or malformed
+ * actor or reason; nothing
  * written.
  * @throws {StoreUnavailableError} PostgreSQL is out of reach.
  */
@@ -26,8 +27,9 @@ export async function requeueParkedKey(env: EngineEnv, target: RequeueTarget): P
     string,
     unknown
   >;
-  const actor = issues.text('actor', t.actor, MAX_TEXT.actor, false) ? t.actor : null;
-  const reason = issues.text('reason', t.reason, MAX_TEXT.reason, false) ? t.reason : null;
+  // Who and why are stored with the action, as a resolve's are: a requeue is a person's act too.
+  const actor = issues.text('actor', t.actor, MAX_TEXT.actor, true) ? t.actor : '';
+  const reason = issues.text('reason', t.reason, MAX_TEXT.reason, true) ? t.reason : '';
   issues.done();
   const lockToken = randomUUID();
   const pool = await env.pool();

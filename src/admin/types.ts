@@ -185,5 +185,10 @@ export type ResolveResult =
   | { kind: 'refund'; outcome: RefundOutcome; audit: AuditEntry }
   | { kind: 'capture'; outcome: CaptureOutcome; audit: AuditEntry };
 
-/** Which parked key `requeue` puts back, and optionally who and why (stored in the audit trail). */
-export type RequeueTarget = KeyTarget & { actor?: string; reason?: string };
+/** Which parked key `requeue` puts back, and who and why (stored in the audit trail). */
+export type RequeueTarget = KeyTarget & {
+  /** Who requeued it (1 to 200 characters): an email, a username. */
+  actor: string;
+  /** Why (1 to 2,000 characters): what was checked, a ticket. */
+  reason: string;
+};

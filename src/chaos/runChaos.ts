@@ -442,7 +442,14 @@ async function requeueSilentProviderKeys(
   for (const key of stuck) {
     if (!ours.has(key.merchantId) || !key.reason.startsWith(PROVIDER_SILENT_REASON_PREFIX))
       continue;
-    const target = { merchantId: key.merchantId, key: key.key, operation: key.operation };
+    const target = {
+      merchantId: key.merchantId,
+      key: key.key,
+      operation: key.operation,
+      // As the person on call would, once the provider answers again: audited like theirs.
+      actor: 'chaos harness',
+      reason: 'the provider answers again',
+    };
     if (await engine.requeue(target)) requeued += 1;
   }
   return requeued;

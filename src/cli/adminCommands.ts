@@ -314,7 +314,7 @@ function describeResolved(result: ResolveResult): string {
 
 async function requeue(engine: ChargeEngine, values: Values, output: AdminOutput) {
   const t = target(values, 'requeue');
-  // The library lets a caller requeue without them; a person at the command line says who and why.
+  // Required by the engine too: the options are named here so a usage error says which is missing.
   const requeued = await engine.requeue({
     ...t,
     actor: required(values, 'actor', 'requeue'),

@@ -236,7 +236,9 @@ describe('inspect', () => {
       expect((refusal as InvalidRequestError).issues).toEqual([
         { field: 'merchantId', message: 'must not start or end with whitespace' },
       ]);
-      await expect(engine.requeue({ merchantId, key })).rejects.toBeInstanceOf(InvalidRequestError);
+      await expect(
+        engine.requeue({ merchantId, key, actor: 'ada', reason: 'pasted' }),
+      ).rejects.toBeInstanceOf(InvalidRequestError);
     }
   });
 });

@@ -445,14 +445,24 @@ describe('requeue', () => {
     ]);
   });
 
-  it('without actor and reason (the old call) it still requeues, and audits that nobody said', async () => {
+  it('refuses a requeue that does not say who and why: audited like a resolve, nothing written', async () => {
     const merchantId = 'm_rq_plain';
     const parked = await aParkedKey(merchantId);
 
-    expect(await engine.requeue({ merchantId, key: parked.key })).toBe(true);
+    const refusal = await engine
+      .requeue({ merchantId, key: parked.key } as Parameters<ChargeEngine['requeue']>[0])
+      .catch((error: unknown) => error);
 
+    expect(refusal).toBeInstanceOf(InvalidRequestError);
+    expect(refusal).toMatchObject({
+      issues: [
+        { field: 'actor', message: 'is required' },
+        { field: 'reason', message: 'is required' },
+      ],
+    });
     const found = await engine.inspect({ merchantId, key: parked.key });
-    expect(found?.audit).toMatchObject([{ action: 'requeue', actor: null, reason: null }]);
+    expect(found?.recoveryPoint).toBe('failed');
+    expect(found?.audit).toEqual([]);
   });
 
   it('parked, requeued, parked again, resolved: every step in the history', async () => {

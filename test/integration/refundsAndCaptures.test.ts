@@ -293,7 +293,13 @@ describe('processRefund', () => {
       })
       .catch((e: unknown) => e);
     lie = false;
-    const requeued = await engine.requeue({ merchantId, key, operation: 'refund' });
+    const requeued = await engine.requeue({
+      merchantId,
+      key,
+      operation: 'refund',
+      actor: 'ops',
+      reason: 'provider fixed',
+    });
     const swept = await engine.sweep();
     const replay = await engine.processRefund(key, request);
 

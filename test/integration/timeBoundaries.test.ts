@@ -248,8 +248,9 @@ describe('the sweeper asks the provider before it gives up', () => {
     );
 
     provider.findCharge = healthyFind;
-    expect(await engine.requeue({ merchantId: request.merchantId, key: seed!.key })).toBe(true);
-    expect(await engine.requeue({ merchantId: request.merchantId, key: seed!.key })).toBe(false);
+    const target = { merchantId: request.merchantId, key: seed!.key, actor: 'ops', reason: 'back' };
+    expect(await engine.requeue(target)).toBe(true);
+    expect(await engine.requeue(target)).toBe(false);
     expect(await engine.sweep()).toMatchObject({ adopted: 1 });
     expect((await engine.processCharge(seed!.key, request)).status).toBe('succeeded');
     expect(provider.ledger()).toHaveLength(1);
