@@ -55,7 +55,8 @@ Options:
   -v, --version          print chargeonce's version
 
 Exit status: 0 done; 1 failed, or (inspect, requeue, resolve) no such key to act on;
-2 a wrong command line, nothing ran.
+2 a wrong command line, or a value refused as input or configuration (a --provider
+module that cannot be loaded too): nothing ran.
 `;
 
 function numberOption(value: string | undefined, name: string): number | undefined {
@@ -110,9 +111,14 @@ async function main(argv: string[]): Promise<number> {
     process.stderr.write(renderError(new UsageError('no command given', undefined), true));
     return 2;
   }
-  if (values.help || !command) {
+  if (values.help) {
     process.stdout.write(USAGE);
-    return command || values.help ? 0 : 2;
+    return 0;
+  }
+  if (!command) {
+    // A wrong command line: the usage goes where errors go, stdout stays empty for a pipe.
+    process.stderr.write(USAGE);
+    return 2;
   }
   // sweep, reap and status take no argument of their own: a stray one is a mistyped option.
   if (positionals.length > 1) {

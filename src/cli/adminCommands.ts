@@ -4,6 +4,7 @@ import type { PaymentProvider } from '../provider/PaymentProvider.js';
 import { RECOVERY_POINTS, type RecoveryPoint } from '../store/keyState.js';
 import { migrate } from '../store/migrate.js';
 import { MAX_PAGE_SIZE } from '../admin/listKeys.js';
+import { KeyNotResolvableError } from '../admin/KeyNotResolvableError.js';
 import type { KeySummary, ResolveInput, ResolveResult } from '../admin/types.js';
 import { renderInspection, renderKeyList, type Rendering } from './adminRender.js';
 import { databaseUrlOption } from './databaseUrlOption.js';
@@ -282,10 +283,18 @@ async function resolve(engine: ChargeEngine, values: Values, output: AdminOutput
     reason: required(values, 'reason', 'resolve'),
     ...given,
   } as ResolveInput;
-  const result = await engine.resolve(input);
+  const result = await engine.resolve(input).catch(async (error: unknown) => {
+    // As inspect and requeue say it: a refund's key resolved without `--operation refund`.
+    if (!values.json && error instanceof KeyNotResolvableError && error.reason === 'no_such_key') {
+      const hint = await elsewhere(engine, t);
+      if (hint !== '') output.note(`chargeonce: no such key: ${describeTarget(t)}${hint}\n`);
+    }
+    throw error;
+  });
   const { outcome, audit } = result;
   if (values.json) {
-    output.print(JSON.stringify({ outcome, audit }));
+    // What engine.resolve returned, its `kind` included.
+    output.print(JSON.stringify(result));
   } else {
     output.print(
       `resolved: ${describeTarget(t)} ${outcome.status} (HTTP ${outcome.httpStatus}, ${describeResolved(result)}) by ${audit.actor ?? '-'}`,

@@ -111,7 +111,7 @@ export async function statusCommand(options: RecoveryCommandOptions, print: Prin
     );
     for (const key of stuck) {
       print(
-        `stuck: ${key.merchantId} ${key.operation} ${key.key} (charge ${key.chargeId}, ${key.attempts} attempts): ${key.reason}`,
+        `stuck: ${key.merchantId} ${key.operation} ${key.key} (charge ${key.chargeId}, ${key.attempts} attempt${key.attempts === 1 ? '' : 's'}): ${key.reason}`,
       );
     }
   } finally {

@@ -143,7 +143,9 @@ describe('chargeonce resolve --operation refund', () => {
       outcome: { body: string; refundId: string };
       audit: unknown;
     };
+    // What engine.resolve returns, its kind included.
     expect(printed).toMatchObject({
+      kind: 'refund',
       outcome: {
         status: 'succeeded',
         httpStatus: 201,
@@ -242,6 +244,11 @@ describe('chargeonce resolve --operation refund', () => {
       'requeue',
       ...['--merchant', merchantId, '--key', key, '--actor', 'ada', '--reason', 'r'],
     );
+    const resolved = await cli(
+      'resolve',
+      ...['--merchant', merchantId, '--key', key, '--outcome', 'cancelled'],
+      ...['--actor', 'ada', '--reason', 'r', '--no-hooks'],
+    );
     const nowhere = await cli('inspect', '--merchant', merchantId, '--key', 'no-such-key');
 
     expect(inspected).toMatchObject({
@@ -252,6 +259,11 @@ describe('chargeonce resolve --operation refund', () => {
       code: 1,
       stdout: `not requeued: no failed key ${merchantId} ${key} (there is one under --operation refund, at failed)\n`,
     });
+    expect(resolved).toMatchObject({ code: 1, stdout: '' });
+    expect(resolved.stderr).toContain(
+      `no such key: ${merchantId} ${key} (there is one under --operation refund, at failed)\n`,
+    );
+    expect(resolved.stderr).toContain('There is no such key.');
     expect(nowhere).toMatchObject({ code: 1, stdout: `no such key: ${merchantId} no-such-key\n` });
   });
 

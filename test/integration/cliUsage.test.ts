@@ -138,6 +138,44 @@ describe('chargeonce command line', () => {
     });
   });
 
+  it('no command at all: the usage on stderr, nothing on stdout, exit 2', async () => {
+    const result = await cli();
+
+    expect(result).toMatchObject({ code: 2, stdout: '' });
+    expect(result.stderr).toMatch(/^Usage: chargeonce <command>/);
+  });
+
+  it.each([
+    [
+      'a module that does not exist',
+      'test/fixtures/no-such-provider.mjs',
+      /--provider test\/fixtures\/no-such-provider\.mjs could not be loaded: Cannot find module/,
+    ],
+    [
+      'a module without a provider',
+      'src/packageRoot.ts',
+      /src\/packageRoot\.ts must export a PaymentProvider \(createCharge and findCharge\)/,
+    ],
+  ])(
+    '--provider naming %s is refused as configuration, exit 2, before connecting',
+    async (_name, module, message) => {
+      // The database is out of reach: had it connected first, it would have failed with exit 1.
+      const unreachable = ['--database-url', 'postgres://127.0.0.1:1/x'];
+      const resolve = await cli(
+        'resolve',
+        ...unreachable,
+        ...['--merchant', 'm_1', '--key', 'k_1', '--outcome', 'cancelled'],
+        ...['--actor', 'ada', '--reason', 'checked', '--provider', module],
+      );
+      const sweep = await cli('sweep', ...unreachable, '--provider', module, '--json');
+
+      expect(resolve.code).toBe(2);
+      expect(resolve.stderr).toMatch(message);
+      expect(sweep.code).toBe(2);
+      expect(JSON.parse(sweep.stderr)).toMatchObject({ error: { code: 'invalid_configuration' } });
+    },
+  );
+
   it("a negative number after an option is its value, refused by the option's own rule", async () => {
     const result = await cli('reap', '--database-url', 'postgres://127.0.0.1:1/x', '--limit', '-5');
 
