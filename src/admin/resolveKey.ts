@@ -5,7 +5,6 @@ import type { EngineEnv } from '../engine/engineEnv.js';
 import { hookTransaction } from '../engine/hookTransaction.js';
 import { leaseLost } from '../engine/leaseLost.js';
 import type { ChargeOutcome } from '../engine/types.js';
-import { InvalidRequestError } from '../errors.js';
 import { CAPTURE, REFUND } from '../engine/movementDefinitions.js';
 import { validateChargeRequest, type ChargeRequest } from '../request.js';
 import type { CompletionInput } from '../store/completeKey.js';
@@ -14,9 +13,9 @@ import { insertAdminAction } from '../store/insertAdminAction.js';
 import { withStore } from '../store/storeErrors.js';
 import type { Tables } from '../store/tables.js';
 import { takeParkedKey } from '../store/takeParkedKey.js';
-import { PROVIDER_CHARGE_ID_INDEX, violatesUnique } from '../store/uniqueViolation.js';
 import { KeyNotResolvableError } from './KeyNotResolvableError.js';
 import { notResolvable } from './notResolvable.js';
+import { refuseRecordedId } from './refuseRecordedId.js';
 import { readResolveInput, type CheckedChargeResolve } from './resolveInput.js';
 import { resolveMovement } from './resolveMovement.js';
 import type { ResolveInput, ResolveResult } from './types.js';
@@ -153,15 +152,6 @@ async function complete(
   try {
     return await completeParkedKey(tx, tables, completion);
   } catch (error) {
-    if (!violatesUnique(error, PROVIDER_CHARGE_ID_INDEX)) throw error;
-    throw new InvalidRequestError(
-      [
-        {
-          field: 'providerChargeId',
-          message: 'is already recorded for another charge of this merchant',
-        },
-      ],
-      { cause: error },
-    );
+    refuseRecordedId('providerChargeId', error);
   }
 }

@@ -8,14 +8,13 @@ import {
   type MovementResult,
 } from '../engine/movementDefinitions.js';
 import type { MovementHookContext } from '../engine/movementTypes.js';
-import { InvalidRequestError } from '../errors.js';
 import { completeParkedMovement } from '../store/completeParkedMovement.js';
 import { insertAdminAction } from '../store/insertAdminAction.js';
 import { withStore } from '../store/storeErrors.js';
-import { PROVIDER_REFUND_ID_INDEX, violatesUnique } from '../store/uniqueViolation.js';
 import { takeParkedMovement, type ParkedMovement } from '../store/takeParkedMovement.js';
 import { KeyNotResolvableError } from './KeyNotResolvableError.js';
 import { notResolvable } from './notResolvable.js';
+import { refuseRecordedId } from './refuseRecordedId.js';
 import type { CheckedMovementResolve } from './resolveInput.js';
 import type { ResolveResult } from './types.js';
 
@@ -88,7 +87,7 @@ export async function resolveMovement(
         failureCode,
         responseStatus: httpStatus,
         responseBody: body,
-      }).catch(refuseRecordedRefund);
+      }).catch((error: unknown) => refuseRecordedId('providerRefundId', error));
       if (!done.completed) throw leaseLost();
       // The movement was read as reserved under this key's lock: settling cannot miss it.
       if (!done.settled) throw new KeyNotResolvableError('nothing_reserved', 'failed');
@@ -178,21 +177,4 @@ function hookFor(
       // Found by a person, not made by this call.
       adopted: true,
     });
-}
-
-/**
- * A provider refund id the merchant already recorded for another refund (the unique index refuses
- * it) is the person's mistake, said as such: counted twice, the charge's books would be wrong.
- */
-function refuseRecordedRefund(error: unknown): never {
-  if (!violatesUnique(error, PROVIDER_REFUND_ID_INDEX)) throw error;
-  throw new InvalidRequestError(
-    [
-      {
-        field: 'providerRefundId',
-        message: 'is already recorded for another refund of this merchant',
-      },
-    ],
-    { cause: error },
-  );
 }

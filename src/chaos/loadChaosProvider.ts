@@ -1,6 +1,8 @@
 import { isAbsolute, resolve } from 'node:path';
 import { pathToFileURL } from 'node:url';
 import { createHttpProvider } from '../provider/createHttpProvider.js';
+import { InvalidConfigurationError } from '../errors.js';
+import { importProviderModule } from '../provider/importProviderModule.js';
 import type { PaymentProvider } from '../provider/PaymentProvider.js';
 import type { MovementLedger, ProviderLedgerEntry } from './reconcile.js';
 
@@ -53,11 +55,14 @@ export function providerModuleUrl(modulePath: string): string {
  * Loads the provider of a chaos run: the module's (see {@link ChaosProviderModule}), or the
  * built-in HTTP adapter on the fake server at `baseUrl` when there is no module.
  *
- * @throws {Error} the module exports neither a factory nor a `PaymentProvider`.
+ * @param shown the module as the person typed it (`--provider`), for messages.
+ * @throws {InvalidConfigurationError} the module cannot be loaded, throws as it makes its
+ * provider, or exports neither a factory nor a `PaymentProvider` (see `importProviderModule`).
  */
 export async function loadChaosProvider(
   moduleUrl: string | undefined,
   baseUrl: string,
+  shown?: string,
 ): Promise<LoadedChaosProvider> {
   if (moduleUrl === undefined) {
     return {
@@ -66,23 +71,18 @@ export async function loadChaosProvider(
       movementLedger: undefined,
     };
   }
-  const module = (await import(moduleUrl)) as Partial<
-    Record<'default' | 'ledger' | 'movementLedger', unknown>
-  >;
-  const exported = module.default;
-  const provider: unknown =
-    typeof exported === 'function'
-      ? await (exported as ChaosProviderFactory)({ baseUrl })
-      : exported;
-  if (!isProvider(provider)) {
-    throw new Error(
-      `${moduleUrl} must export as default a PaymentProvider (createCharge and findCharge) or a function ({ baseUrl }) => PaymentProvider`,
-    );
-  }
+  const { module, provider } = await importProviderModule(
+    moduleUrl,
+    shown ?? moduleUrl,
+    { baseUrl },
+    'a PaymentProvider (createCharge and findCharge) or a function ({ baseUrl }) => PaymentProvider',
+  );
   const { ledger, movementLedger } = module;
   for (const [name, value] of Object.entries({ ledger, movementLedger })) {
     if (value !== undefined && typeof value !== 'function') {
-      throw new Error(`${moduleUrl}: the ${name} export must be a function`);
+      throw new InvalidConfigurationError(
+        `${shown ?? moduleUrl}: the ${name} export must be a function`,
+      );
     }
   }
   return {
@@ -90,13 +90,4 @@ export async function loadChaosProvider(
     ledger: ledger as (() => Promise<readonly ProviderLedgerEntry[]>) | undefined,
     movementLedger: movementLedger as (() => Promise<MovementLedger>) | undefined,
   };
-}
-
-function isProvider(value: unknown): value is PaymentProvider {
-  return (
-    typeof value === 'object' &&
-    value !== null &&
-    typeof (value as PaymentProvider).createCharge === 'function' &&
-    typeof (value as PaymentProvider).findCharge === 'function'
-  );
 }

@@ -84,7 +84,7 @@ export async function runChaos(options: ChaosOptions): Promise<ChaosReport> {
     try {
       const moduleUrl =
         o.providerModule === undefined ? undefined : providerModuleUrl(o.providerModule);
-      const loaded = await loadChaosProvider(moduleUrl, server.url);
+      const loaded = await loadChaosProvider(moduleUrl, server.url, o.providerModule);
       // The harness's own clients (in process, and every client's return visit) share these.
       const engines = await createChaosEngines({
         pool,

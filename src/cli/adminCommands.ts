@@ -284,10 +284,11 @@ async function resolve(engine: ChargeEngine, values: Values, output: AdminOutput
     ...given,
   } as ResolveInput;
   const result = await engine.resolve(input).catch(async (error: unknown) => {
-    // As inspect and requeue say it: a refund's key resolved without `--operation refund`.
+    // As inspect and requeue say it: a refund's key resolved without `--operation refund`. The
+    // refusal is what the command reports; a failed lookup of the hint only loses the hint.
     if (!values.json && error instanceof KeyNotResolvableError && error.reason === 'no_such_key') {
-      const hint = await elsewhere(engine, t);
-      if (hint !== '') output.note(`chargeonce: no such key: ${describeTarget(t)}${hint}\n`);
+      const hint = await elsewhere(engine, t).catch(() => '');
+      if (hint !== '') output.note(`chargeonce: ${describeTarget(t)}${hint}\n`);
     }
     throw error;
   });

@@ -6,7 +6,7 @@ import {
 } from '../conformance/runConformance.js';
 import type { FakeServerFault } from '../provider/createFaultSchedule.js';
 import { startFakeProviderServer } from '../provider/fakeProviderServer.js';
-import { parseCommandArgs } from './parseCommandArgs.js';
+import { parseCommandArgs, UsageError } from './parseCommandArgs.js';
 
 const USAGE = `Usage: chargeonce conformance --provider MODULE [options]
 
@@ -42,7 +42,9 @@ export type ConformanceContext = {
 /**
  * `chargeonce conformance`: loads the adapter module, runs the battery, prints the table.
  *
- * @throws {Error} no `--provider`, or a module without a fixture.
+ * @throws {UsageError} no `--provider`, or a bad `--budget-ms`.
+ * @throws {InvalidConfigurationError} a module that cannot be loaded or has no provider.
+ * @throws {Error} a module without a fixture.
  */
 export async function conformanceCommand(
   argv: string[],
@@ -62,17 +64,20 @@ export async function conformanceCommand(
     print(USAGE);
     return 'help';
   }
-  if (!values.provider) throw new Error('conformance needs --provider MODULE (see --help)');
+  if (!values.provider) throw new UsageError('conformance needs --provider MODULE', 'conformance');
   const budgetText = values['budget-ms'];
   const budgetMs = budgetText === undefined ? undefined : Number(budgetText);
   if (budgetMs !== undefined && !(Number.isSafeInteger(budgetMs) && budgetMs > 0)) {
-    throw new Error(`--budget-ms must be a positive integer, got ${budgetText}`);
+    throw new UsageError(
+      `--budget-ms must be a positive integer, got ${budgetText}`,
+      'conformance',
+    );
   }
 
   const server = await startFakeProviderServer({ latencyMs: { min: 0, max: 0 } });
   try {
     const moduleUrl = providerModuleUrl(values.provider);
-    const { provider } = await loadChaosProvider(moduleUrl, server.url);
+    const { provider } = await loadChaosProvider(moduleUrl, server.url, values.provider);
     const module = (await import(moduleUrl)) as { conformance?: unknown };
     const context: ConformanceContext = {
       baseUrl: server.url,

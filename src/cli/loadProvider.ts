@@ -1,20 +1,11 @@
 import { pathToFileURL } from 'node:url';
 import { resolve } from 'node:path';
 import type { ChargeHooks } from '../engine/types.js';
-import { InvalidConfigurationError } from '../errors.js';
 import type { PaymentProvider } from '../provider/PaymentProvider.js';
+import { importProviderModule } from '../provider/importProviderModule.js';
 
 /** What a `--provider` module gives the commands. */
 export type LoadedProvider = { provider: PaymentProvider; hooks?: ChargeHooks };
-
-function isProvider(value: unknown): value is PaymentProvider {
-  return (
-    typeof value === 'object' &&
-    value !== null &&
-    typeof (value as PaymentProvider).createCharge === 'function' &&
-    typeof (value as PaymentProvider).findCharge === 'function'
-  );
-}
 
 /**
  * Imports the user's provider adapter module. Its default export is a `PaymentProvider`, or a
@@ -26,29 +17,12 @@ function isProvider(value: unknown): value is PaymentProvider {
  * that cannot serve (exit 2), and nothing ran.
  */
 export async function loadProvider(modulePath: string): Promise<LoadedProvider> {
-  const module = (await import(pathToFileURL(resolve(modulePath)).href).catch((error: unknown) => {
-    throw notLoaded(modulePath, 'could not be loaded', error);
-  })) as { default?: unknown; hooks?: ChargeHooks };
-  const exported = module.default;
-  let provider: unknown = exported;
-  if (typeof exported === 'function') {
-    try {
-      provider = await (exported as () => unknown)();
-    } catch (error) {
-      throw notLoaded(modulePath, 'threw as it made its provider', error);
-    }
-  }
-  if (!isProvider(provider)) {
-    throw new InvalidConfigurationError(
-      `${modulePath} must export a PaymentProvider (createCharge and findCharge) as its default export, or a function returning one`,
-    );
-  }
-  return { provider, ...(module.hooks ? { hooks: module.hooks } : {}) };
-}
-
-function notLoaded(modulePath: string, what: string, error: unknown): InvalidConfigurationError {
-  const why = error instanceof Error ? error.message : String(error);
-  return new InvalidConfigurationError(`--provider ${modulePath} ${what}: ${why}`, {
-    cause: error,
-  });
+  const { module, provider } = await importProviderModule(
+    pathToFileURL(resolve(modulePath)).href,
+    modulePath,
+    undefined,
+    'a PaymentProvider (createCharge and findCharge), or a function returning one',
+  );
+  const hooks = module.hooks as ChargeHooks | undefined;
+  return { provider, ...(hooks ? { hooks } : {}) };
 }

@@ -105,7 +105,12 @@ const INSTRUMENT_SOURCES = {
   },
   meter: {
     type: 'Meter',
-    methods: ['createCounter', 'createHistogram', 'createObservableGauge'],
+    methods: [
+      'createCounter',
+      'createHistogram',
+      'createObservableGauge',
+      'addBatchObservableCallback',
+    ],
     from: "meterProvider.getMeter('chargeonce')",
   },
 } as const;

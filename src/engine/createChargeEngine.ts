@@ -105,9 +105,11 @@ export type ChargeEngine = {
    * Puts a key parked in `failed` back for the sweeper: its attempt count starts again and the
    * next sweep (after `sweepGraceMs`) or a client retry asks the provider and finishes it. A key
    * parked before its charge intent was written goes back to `started`. Every requeue is
-   * audited (shown by `inspect`), with `actor` and `reason` when given. Fenced like `resolve`:
-   * of a racing requeue and resolve, one wins. Returns false when no parked key matched.
-   * @throws {InvalidRequestError} a malformed merchant, key, operation, actor or reason.
+   * audited (shown by `inspect`) with its `actor` and `reason`, both required. Fenced like
+   * `resolve`: of a racing requeue and resolve, one wins. Returns false when no parked key
+   * matched.
+   * @throws {InvalidRequestError} a malformed merchant, key or operation, a missing or malformed
+   * actor or reason; nothing written.
    * @throws {StoreUnavailableError} PostgreSQL is out of reach.
    */
   requeue(target: RequeueTarget): Promise<boolean>;
@@ -121,8 +123,8 @@ export type ChargeEngine = {
    * `providerRefundId` / `providerCaptureId`), `failed` (with it, and `failureCode`) or
    * `cancelled`; its reservation on the charge settles as the engine's completion settles it,
    * and its `hooks.refund` / `hooks.capture` run.
-   * @throws {InvalidRequestError} bad input, or a provider charge id the merchant already
-   * recorded for another charge; nothing written.
+   * @throws {InvalidRequestError} bad input, or a provider charge (or refund) id the merchant
+   * already recorded for another charge (or refund); nothing written.
    * @throws {KeyNotResolvableError} the key is not parked (completed, at work, missing); nothing
    * written.
    * @throws {StoreUnavailableError} PostgreSQL is out of reach.

@@ -17,9 +17,9 @@ export type AdminActionRecord = {
    * back to (`reserved`, or `started` when it had no charge intent).
    */
   result: string;
-  /** Who, as given (`--actor`); null for a requeue called without one. */
+  /** Who, as given (`--actor`); null only on a requeue of a version that did not require it. */
   actor: string | null;
-  /** Why, as given (`--reason`); null for a requeue called without one. */
+  /** Why, as given (`--reason`); null only on a requeue of a version that did not require it. */
   reason: string | null;
   /**
    * The local charge the key's use was about when the action was taken: its own charge, or the

@@ -261,7 +261,7 @@ describe('chargeonce resolve --operation refund', () => {
     });
     expect(resolved).toMatchObject({ code: 1, stdout: '' });
     expect(resolved.stderr).toContain(
-      `no such key: ${merchantId} ${key} (there is one under --operation refund, at failed)\n`,
+      `chargeonce: ${merchantId} ${key} (there is one under --operation refund, at failed)\n`,
     );
     expect(resolved.stderr).toContain('There is no such key.');
     expect(nowhere).toMatchObject({ code: 1, stdout: `no such key: ${merchantId} no-such-key\n` });

@@ -57,6 +57,12 @@ describe('chargeonce command line', () => {
       'chargeonce chaos --help',
     ],
     [['conformance', 'extra'], "unexpected argument 'extra'", 'chargeonce conformance --help'],
+    [['conformance'], 'conformance needs --provider MODULE', 'chargeonce conformance --help'],
+    [
+      ['conformance', '--provider', 'x.mjs', '--budget-ms', '0'],
+      '--budget-ms must be a positive integer, got 0',
+      'chargeonce conformance --help',
+    ],
     [['status', 'extra'], "unexpected argument 'extra'", 'chargeonce --help'],
     [
       ['sweep', '--database-url', 'postgres://127.0.0.1:1/x'],
@@ -154,7 +160,12 @@ describe('chargeonce command line', () => {
     [
       'a module without a provider',
       'src/packageRoot.ts',
-      /src\/packageRoot\.ts must export a PaymentProvider \(createCharge and findCharge\)/,
+      /src\/packageRoot\.ts must export as default a PaymentProvider \(createCharge and findCharge\)/,
+    ],
+    [
+      'a module whose factory throws',
+      'test/fixtures/throwingProvider.mjs',
+      /--provider test\/fixtures\/throwingProvider\.mjs threw as it made its provider: STRIPE_SECRET_KEY is not set/,
     ],
   ])(
     '--provider naming %s is refused as configuration, exit 2, before connecting',
@@ -168,11 +179,14 @@ describe('chargeonce command line', () => {
         ...['--actor', 'ada', '--reason', 'checked', '--provider', module],
       );
       const sweep = await cli('sweep', ...unreachable, '--provider', module, '--json');
+      const conformance = await cli('conformance', '--provider', module);
 
       expect(resolve.code).toBe(2);
       expect(resolve.stderr).toMatch(message);
       expect(sweep.code).toBe(2);
       expect(JSON.parse(sweep.stderr)).toMatchObject({ error: { code: 'invalid_configuration' } });
+      expect(conformance.code).toBe(2);
+      expect(conformance.stderr).toMatch(message);
     },
   );
 

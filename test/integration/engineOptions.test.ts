@@ -57,7 +57,7 @@ describe('option types are checked when the engine is made', () => {
     [
       'a meter without gauges',
       { telemetry: { meter: { createCounter() {}, createHistogram() {} } } },
-      'telemetry.meter must be an OpenTelemetry Meter object (with createCounter, createHistogram, createObservableGauge), got an object',
+      'telemetry.meter must be an OpenTelemetry Meter object (with createCounter, createHistogram, createObservableGauge, addBatchObservableCallback), got an object',
     ],
   ])('refuses %s', (_name, options, message) => {
     const error = refusalOf(options);
