@@ -7,9 +7,14 @@
 -- capture by its charge's id, so a failed capture and the one that later succeeds share it (a
 -- charge's captured amount is set once, by the charge's own row).
 --
--- Fails on a schema that already holds such a pair: find them with
---   SELECT merchant_id, provider_movement_id, count(*) FROM movements
---   WHERE kind = 'refund' AND provider_movement_id IS NOT NULL GROUP BY 1, 2 HAVING count(*) > 1;
+-- Fails on a schema that already holds such a pair (only `resolve` could have written one), and
+-- then nothing of the upgrade is applied. Find them with (in chargeonce's schema, `chargeonce`
+-- unless you chose another):
+--   SELECT merchant_id, provider_movement_id, array_agg(id) FROM chargeonce.movements
+--   WHERE kind = 'refund' AND provider_movement_id IS NOT NULL
+--   GROUP BY 1, 2 HAVING count(*) > 1;
+-- and correct the refund that does not match the provider's (its provider_movement_id, and its
+-- charge's refunded_minor if it counted money that never moved), then migrate again.
 CREATE UNIQUE INDEX movements_provider_refund_id_key
   ON movements (provider_movement_id, merchant_id)
   WHERE kind = 'refund';

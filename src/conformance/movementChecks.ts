@@ -57,9 +57,15 @@ export async function runMovementChecks(ctx: MovementCheckContext): Promise<void
       check(found?.id === first.id, `findRefund answered ${describeAnswer(found)}`);
       const none = await findRefund(newKey(), { signal: signal(), reservedAt });
       check(none === null, `findRefund of a key never used answered ${describeAnswer(none)}`);
-      const over = await settle(createRefund(refundOf(1_501), { signal: signal() }));
+      // chargeonce records a provider refund once per merchant: a second refund of the same
+      // charge must have an id of its own, or it would be parked as already recorded.
+      const secondRequest = refundOf(300);
+      const second = await createRefund(secondRequest, { signal: signal() });
+      expectMovement(second, secondRequest, 'refund');
+      check(second.id !== first.id, `two refunds of one charge answered with one id: ${first.id}`);
+      const over = await settle(createRefund(refundOf(1_201), { signal: signal() }));
       expectRefused(over, 'a refund past what is left of the capture');
-      return `refunded 500 of 2000 as ${first.id}, deduped and found; 1501 more: ${describeOutcome(over)}`;
+      return `refunded 500 and 300 of 2000 as ${first.id} and ${second.id}, deduped and found; 1201 more: ${describeOutcome(over)}`;
     });
   }
 

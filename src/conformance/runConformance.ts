@@ -56,7 +56,7 @@ export type ConformanceReport = { ok: boolean; checks: ConformanceCheck[] };
  * amounts and currencies echoed, dedupe on `providerKey`, `findCharge` after a lost answer and
  * for a key never charged, declines as outcomes (replayed and found), the `AbortSignal`
  * honoured within the budget, transient vs. permanent failures, the declared window; and, for a
- * provider that has them, refunds (partial, deduped, found, refused past the capture) and
+ * provider that has them, refunds (partial, deduped, found, each its own id, refused past the capture) and
  * captures (of an authorization, once, found).
  */
 export async function runConformance(options: ConformanceOptions): Promise<ConformanceReport> {

@@ -64,6 +64,11 @@ export type CreateRefundInput = {
 
 /** A refund as the provider records it. `failed`: the provider refused it (a real answer). */
 export type ProviderRefund = {
+  /**
+   * The provider's id of this refund, its own: chargeonce records a provider refund once per
+   * merchant, and parks a refund answered with an id another refund recorded. (Unlike a
+   * capture's, it cannot be the charge's id: a charge may be refunded several times.)
+   */
   id: string;
   status: 'succeeded' | 'failed';
   amountMinor: number;

@@ -73,4 +73,14 @@ describe('chargeonce conformance', { timeout: 60_000 }, () => {
     // An adapter that cannot capture is not asked about captures.
     expect(results(report)).not.toHaveProperty(CAPTURE_CHECK);
   });
+
+  it('fails an adapter that names two refunds of one charge alike, saying so', async () => {
+    const { code, report } = await conformance('refundsNamedByCharge.ts');
+
+    expect(code).toBe(1);
+    const refunds = report.checks.find((c) => c.name === REFUND_CHECK);
+    expect(refunds).toMatchObject({ result: 'fail' });
+    expect(JSON.stringify(refunds)).toContain('two refunds of one charge answered with one id');
+    expect(results(report)['dedupe on providerKey']).toBe('pass');
+  });
 });
