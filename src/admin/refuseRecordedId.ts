@@ -1,15 +1,11 @@
 import { InvalidRequestError } from '../errors.js';
-import {
-  PROVIDER_CHARGE_ID_INDEX,
-  PROVIDER_REFUND_ID_INDEX,
-  violatesUnique,
-} from '../store/uniqueViolation.js';
+import { recordedElsewhere, type RecordedOnce } from '../store/uniqueViolation.js';
 
-/** The provider ids a merchant records once, by the field a resolve names them with. */
-const RECORDED_ONCE = {
-  providerChargeId: { index: PROVIDER_CHARGE_ID_INDEX, of: 'charge' },
-  providerRefundId: { index: PROVIDER_REFUND_ID_INDEX, of: 'refund' },
-} as const;
+/** What each provider id a resolve names is the id of. */
+const FIELD_KIND: Record<'providerChargeId' | 'providerRefundId', RecordedOnce> = {
+  providerChargeId: 'charge',
+  providerRefundId: 'refund',
+};
 
 /**
  * Rethrows `error`, as the person's mistake when it is the unique index on `field`'s provider id:
@@ -18,11 +14,11 @@ const RECORDED_ONCE = {
  *
  * @throws {InvalidRequestError} naming `field`, the index's refusal its cause.
  */
-export function refuseRecordedId(field: keyof typeof RECORDED_ONCE, error: unknown): never {
-  const { index, of } = RECORDED_ONCE[field];
-  if (!violatesUnique(error, index)) throw error;
+export function refuseRecordedId(field: keyof typeof FIELD_KIND, error: unknown): never {
+  const kind = FIELD_KIND[field];
+  if (!recordedElsewhere(error, kind)) throw error;
   throw new InvalidRequestError(
-    [{ field, message: `is already recorded for another ${of} of this merchant` }],
+    [{ field, message: `is already recorded for another ${kind} of this merchant` }],
     { cause: error },
   );
 }

@@ -9,7 +9,7 @@ import type { Reservation } from '../store/reservation.js';
 import type { StorePools } from '../store/resolvePool.js';
 import type { ScopedKey } from '../store/keyState.js';
 import { withStore } from '../store/storeErrors.js';
-import { PROVIDER_CHARGE_ID_INDEX, violatesUnique } from '../store/uniqueViolation.js';
+import { recordedElsewhere } from '../store/uniqueViolation.js';
 import { askProvider, type ProviderAnswer, type WhenNotFound } from './askProvider.js';
 import { chargeBody, HTTP_STATUS } from './chargeBody.js';
 import { checkProviderAnswer } from './checkProviderAnswer.js';
@@ -18,6 +18,7 @@ import type { LeasedKey } from './lease.js';
 import {
   crashBeforeCommit,
   lostLease,
+  parkIfRecordedElsewhere,
   parkKey,
   parkRefusedAnswer,
   type HeldKey,
@@ -124,14 +125,7 @@ export async function chargePhase(
           )),
     );
   } catch (error) {
-    // The provider answered with a charge another key of this merchant already recorded: not
-    // this request's charge, whatever it says.
-    if (!violatesUnique(error, PROVIDER_CHARGE_ID_INDEX)) throw error;
-    return parkRefusedAnswer(
-      env,
-      heldKeyOf(charge),
-      `provider charge ${providerCharge.id} is already recorded for another charge of this merchant`,
-    );
+    return parkIfRecordedElsewhere(env, heldKeyOf(charge), error, 'charge', providerCharge.id);
   }
   crashPoint(env, 'afterCompleteCommit', charge.scoped);
   return { outcome: outcomeOf(charge, completion), source: adopted ? 'adopted' : 'created' };
@@ -245,8 +239,7 @@ async function completeWithHook(
   } catch (error) {
     // The phase rolled back; the key stays `reserved`. A provider charge id recorded for another
     // charge keeps the lease: the caller parks the key under it.
-    if (!violatesUnique(error, PROVIDER_CHARGE_ID_INDEX))
-      await releaseAfterFailure(env, charge, error);
+    if (!recordedElsewhere(error, 'charge')) await releaseAfterFailure(env, charge, error);
     throw error;
   }
 }

@@ -6,7 +6,7 @@ import {
   type MovementCompletion,
 } from '../store/movementStore.js';
 import { withStore } from '../store/storeErrors.js';
-import { PROVIDER_REFUND_ID_INDEX, violatesUnique } from '../store/uniqueViolation.js';
+import { recordedElsewhere } from '../store/uniqueViolation.js';
 import { askProvider, type ProviderAnswer, type WhenNotFound } from './askProvider.js';
 import { crashPoint, stallPoint } from './chargePhase.js';
 import type { EngineEnv } from './engineEnv.js';
@@ -14,6 +14,7 @@ import type { LeasedKey } from './lease.js';
 import {
   crashBeforeCommit,
   lostLease,
+  parkIfRecordedElsewhere,
   parkKey,
   parkRefusedAnswer,
   type HeldKey,
@@ -205,13 +206,13 @@ async function complete(
   try {
     await write(env, owned, completion, hook);
   } catch (error) {
-    // The provider answered with a refund another refund of this merchant already recorded: not
-    // this refund's, whatever it says (counted twice, the charge's books would be wrong).
-    if (!violatesUnique(error, PROVIDER_REFUND_ID_INDEX)) throw error;
-    return parkRefusedAnswer(
+    // Refunds only: a capture's provider id may repeat (see uniqueViolation).
+    return parkIfRecordedElsewhere(
       env,
       heldKeyOf(owned),
-      `provider refund ${result.providerMovementId} is already recorded for another refund of this merchant`,
+      error,
+      'refund',
+      result.providerMovementId,
     );
   }
   crashPoint(env, 'afterCompleteCommit', owned.scoped);
@@ -250,7 +251,7 @@ async function write(
         } catch (error) {
           // The phase rolled back; the key stays `reserved`. A provider refund id recorded for
           // another refund keeps the lease: the caller parks the key under it.
-          if (!violatesUnique(error, PROVIDER_REFUND_ID_INDEX)) {
+          if (!recordedElsewhere(error, 'refund')) {
             await releaseAfterFailure(env, owned, error);
           }
           throw error;

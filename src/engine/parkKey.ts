@@ -3,6 +3,7 @@ import { ProviderAnswerInvalidError, SimulatedCrashError } from '../errors.js';
 import { failKey } from '../store/failKey.js';
 import type { ScopedKey } from '../store/keyState.js';
 import { withStore } from '../store/storeErrors.js';
+import { recordedElsewhere, type RecordedOnce } from '../store/uniqueViolation.js';
 import { REFUSED_ANSWER_REASON_PREFIX } from './checkProviderAnswer.js';
 import type { EngineEnv } from './engineEnv.js';
 import { leaseLost } from './leaseLost.js';
@@ -43,6 +44,27 @@ export async function parkRefusedAnswer(
 ): Promise<never> {
   await parkKey(env, held, `${REFUSED_ANSWER_REASON_PREFIX}${reason}`);
   throw new ProviderAnswerInvalidError(reason);
+}
+
+/**
+ * A completion the unique index refused: the provider answered with a `kind` id another key of
+ * this merchant already recorded, so not this request's, whatever it says (recorded twice, the
+ * books would count it twice). Parks the key under the attempt's lease; any other error passes
+ * through.
+ */
+export function parkIfRecordedElsewhere(
+  env: EngineEnv,
+  held: HeldKey,
+  error: unknown,
+  kind: RecordedOnce,
+  providerId: string | null,
+): Promise<never> {
+  if (!recordedElsewhere(error, kind)) throw error;
+  return parkRefusedAnswer(
+    env,
+    held,
+    `provider ${kind} ${providerId} is already recorded for another ${kind} of this merchant`,
+  );
 }
 
 /**

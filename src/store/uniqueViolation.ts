@@ -1,14 +1,23 @@
-/** The unique index on a merchant's provider charge ids (one local charge per provider charge). */
-export const PROVIDER_CHARGE_ID_INDEX = 'charges_provider_charge_id_key';
+/**
+ * The unique indexes on a merchant's provider ids, by what they name: one local charge per
+ * provider charge, one local refund per provider refund (captures have none: a provider may name
+ * a capture by its charge's id).
+ */
+const PROVIDER_ID_INDEX = {
+  charge: 'charges_provider_charge_id_key',
+  refund: 'movements_provider_refund_id_key',
+} as const;
 
-/** The unique index on a merchant's provider refund ids (one local refund per provider refund). */
-export const PROVIDER_REFUND_ID_INDEX = 'movements_provider_refund_id_key';
+/** What a provider id names, where chargeonce records each once per merchant. */
+export type RecordedOnce = keyof typeof PROVIDER_ID_INDEX;
 
 /**
- * Whether PostgreSQL refused a write under the unique index `index`: in `error` or any of its
- * causes (the drivers wrap the server's error, which names the index).
+ * Whether PostgreSQL refused a write because the merchant already recorded its provider `kind`
+ * id for another one: the unique index, in `error` or any of its causes (the drivers wrap the
+ * server's error, which names the index).
  */
-export function violatesUnique(error: unknown, index: string): boolean {
+export function recordedElsewhere(error: unknown, kind: RecordedOnce): boolean {
+  const index = PROVIDER_ID_INDEX[kind];
   for (let e: unknown = error; e instanceof Error; e = e.cause) {
     const fields = e as { code?: unknown; constraint?: unknown };
     if (fields.code === '23505' && fields.constraint === index) return true;
