@@ -2,6 +2,7 @@ import { baseEngine } from './baseEngine.js';
 import type { BenchProvider } from './createBenchProvider.js';
 import { createEngineDesign } from './createEngineDesign.js';
 import { createFloorDesign } from './createFloorDesign.js';
+import { idleMeter } from './idleMeter.js';
 import { createOtelEngineDesign } from './createOtelEngineDesign.js';
 import { createNaiveDesign } from './createNaiveDesign.js';
 import { createSlonikFloorDesign } from './createSlonikFloorDesign.js';
@@ -24,6 +25,12 @@ const FACTORIES: Record<
   'engine-wait': async (connection, provider) => ({
     ...(await createEngineDesign(connection, provider, false, { waitMs: 10_000 })),
     name: 'engine-wait',
+  }),
+  // chargeonce's telemetry bookkeeping alone: telemetry on, a meter that records nothing, no
+  // tracer and no SDK. Not in the bench by default: `profileFresh --designs engine,engine-bookkeeping`.
+  'engine-bookkeeping': async (connection, provider) => ({
+    ...(await createEngineDesign(connection, provider, { meter: idleMeter })),
+    name: 'engine-bookkeeping',
   }),
   floor: createFloorDesign,
   'floor-slonik': createSlonikFloorDesign,

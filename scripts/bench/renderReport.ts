@@ -57,6 +57,13 @@ const DESIGN_TEXT: { name: DesignName; lines: string[] }[] = [
     ],
   },
   {
+    name: 'engine-bookkeeping',
+    lines: [
+      '- **engine-bookkeeping**: the engine with telemetry on but a meter that records nothing, no',
+      '  tracer and no SDK: chargeonce’s own telemetry bookkeeping, against **engine**.',
+    ],
+  },
+  {
     name: 'floor',
     lines: [
       '- **floor**: the least database work any correct design must do, with the fastest client',

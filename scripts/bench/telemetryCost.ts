@@ -35,6 +35,7 @@ import {
 import type { EngineEnv } from '../../src/engine/engineEnv.js';
 import { createObserver, type TelemetryOptions } from '../../src/observability/observer.js';
 import { OnDemandMetricReader } from '../support/onDemandMetricReader.js';
+import { idleMeter } from './idleMeter.js';
 import { median } from './stats.js';
 
 const MODES = ['off', 'bookkeeping', 'meter', 'tracer', 'full'] as const;
@@ -55,15 +56,6 @@ if (scenario !== 'replay' && scenario !== 'fresh') throw new Error('--scenario i
 
 /** Callers at a time, as the bench's concurrency 8. */
 const CONCURRENCY = 8;
-
-/** A meter whose instruments do nothing: what is left is chargeonce's own work. */
-const idleMeter = {
-  createCounter: () => ({ add() {} }),
-  createHistogram: () => ({ record() {} }),
-  createObservableGauge: () => ({ addCallback() {}, removeCallback() {} }),
-  addBatchObservableCallback() {},
-  removeBatchObservableCallback() {},
-};
 
 /** Exports nothing, successfully, as the bench's `engine-otel` does. */
 const discardingExporter: SpanExporter = {
