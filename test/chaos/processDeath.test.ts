@@ -75,8 +75,10 @@ describe('process death', { timeout: 120_000 }, () => {
     expect(movements.capture.succeeded).toBeGreaterThan(0);
     expect(movements.refund.refused).toBeGreaterThan(0);
     expect(refusals.exceeds_refundable ?? 0).toBeGreaterThan(0);
-    // Crashes hit them as they hit charges.
-    expect(report.crashes.onMovements).toBeGreaterThan(0);
+    // Crashes hit them as they hit charges. (Once seen at 0 in CI, under load: the counts say
+    // what the run did, should it happen again.)
+    const counts = { crashes: report.crashes, killed: report.processesKilled, movements };
+    expect(report.crashes.onMovements, JSON.stringify(counts)).toBeGreaterThan(0);
     expect(report.providerMovements.refunds.succeeded).toBeGreaterThan(0);
     expect(report.providerMovements.captures.succeeded).toBeGreaterThan(0);
   });
