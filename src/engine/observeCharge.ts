@@ -233,9 +233,16 @@ function recordCall(
   const startedEarlier = trace.span !== null;
   const span = tracing ? callSpan(env, trace, ending) : null;
   if (trace.steps.length > 0) {
-    // Without the call's span (a tracer that threw), its steps are still the caller's.
-    const parent = span ? observer.childContext(span, trace.context) : trace.context;
-    for (const step of trace.steps) recordStep(env, trace.scoped, step, parent);
+    // Without the call's span (a tracer that threw), its steps are still the caller's. A call
+    // span nobody records (sampled out) has steps nobody would record either (the SDK's samplers
+    // decide a child as its parent, or by the same trace id): theirs are not started at all.
+    const spans = !span || span.isRecording();
+    const parent = !spans
+      ? undefined
+      : span
+        ? observer.childContext(span, trace.context)
+        : trace.context;
+    for (const step of trace.steps) recordStep(env, trace.scoped, step, parent, spans);
   }
   // Each part on its own: a tracer that throws costs its spans, never the call's points.
   if (span) {
@@ -269,22 +276,19 @@ function outcomeAttributes(outcome: { status: string; replayed: boolean }): Attr
     : { 'chargeonce.outcome.status': outcome.status, 'chargeonce.replayed': false };
 }
 
-/** One step's span (started now, backdated, unless it was started at once) and point. */
+/**
+ * One step's span (started now, backdated, unless it was started at once or `spans` is false:
+ * its call's span is not recorded) and point.
+ */
 function recordStep(
   env: EngineEnv,
   scoped: ScopedKey,
   step: Step,
   parent: Context | undefined,
+  spans = true,
 ): void {
   const { observer } = env;
-  const span =
-    step.span ??
-    observer.startSpan(
-      step.provider ? `chargeonce.provider.${step.name}` : `chargeonce.${step.name}`,
-      step.provider ? chargeAttributes(env, scoped) : phaseAttributes(env, step.name, scoped),
-      step.startedAt,
-      parent,
-    );
+  const span = step.span ?? (spans ? startStepSpan(env, scoped, step, parent) : null);
   if (span) {
     recordQuietly(() => {
       if (step.failed) observer.fail(span, step.error);
@@ -302,6 +306,21 @@ function recordStep(
       ? 'transient'
       : 'error';
   recordQuietly(() => observer.instruments?.providerDuration(seconds, step.name, outcome));
+}
+
+/** A step's span started now, backdated to when the step started. */
+function startStepSpan(
+  env: EngineEnv,
+  scoped: ScopedKey,
+  step: Step,
+  parent: Context | undefined,
+): Span | null {
+  return env.observer.startSpan(
+    step.provider ? `chargeonce.provider.${step.name}` : `chargeonce.${step.name}`,
+    step.provider ? chargeAttributes(env, scoped) : phaseAttributes(env, step.name, scoped),
+    step.startedAt,
+    parent,
+  );
 }
 
 /**
