@@ -8,6 +8,7 @@ import { createNaiveDesign } from './createNaiveDesign.js';
 import { createSlonikFloorDesign } from './createSlonikFloorDesign.js';
 import { createSlonikNaiveDesign } from './createSlonikNaiveDesign.js';
 import { DESIGN_SCHEMAS, type Design, type DesignConnection, type DesignName } from './Design.js';
+import { SAMPLED_SHARE } from './sampledOneIn.js';
 import { withApplicationName } from './withApplicationName.js';
 
 const FACTORIES: Record<
@@ -20,7 +21,11 @@ const FACTORIES: Record<
     ...(await createEngineDesign(connection, provider, false, 'reject', baseEngine().module)),
     name: 'engine-base',
   }),
-  'engine-otel': createOtelEngineDesign,
+  'engine-otel': (connection, provider) => createOtelEngineDesign(connection, provider),
+  // The same with one trace in ten recorded, metrics on every call: tracing as a busy service
+  // runs it. Not in the bench by default: `--designs engine,engine-otel,engine-otel-sampled`.
+  'engine-otel-sampled': (connection, provider) =>
+    createOtelEngineDesign(connection, provider, SAMPLED_SHARE),
   // Callers that meet a key in progress wait for its outcome, woken on the winner's commit.
   'engine-wait': async (connection, provider) => ({
     ...(await createEngineDesign(connection, provider, false, { waitMs: 10_000 })),

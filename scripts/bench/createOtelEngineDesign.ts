@@ -11,6 +11,7 @@ import { OnDemandMetricReader } from '../support/onDemandMetricReader.js';
 import type { BenchProvider } from './createBenchProvider.js';
 import { createEngineDesign } from './createEngineDesign.js';
 import type { Design, DesignConnection } from './Design.js';
+import { sampledOneIn } from './sampledOneIn.js';
 
 /** Exports nothing, successfully: what is measured is the SDK recording, not a network. */
 const discardingExporter: SpanExporter = {
@@ -22,15 +23,18 @@ const discardingExporter: SpanExporter = {
  * `processCharge` with an OpenTelemetry SDK registered: every span recorded (batched to an
  * exporter that discards them, as a real one would send them off the hot path), every metric
  * point recorded, an AsyncLocalStorage context manager so child spans find their parent. Against
- * `engine`, which runs with no SDK: what the instrumentation costs when someone listens.
+ * `engine`, which runs with no SDK: what the instrumentation costs when someone listens. With
+ * `sampledShare`, only that share of calls is traced (`engine-otel-sampled`, see sampledOneIn).
  */
 export async function createOtelEngineDesign(
   connection: DesignConnection,
   provider: BenchProvider,
+  sampledShare?: number,
 ): Promise<Design> {
   context.setGlobalContextManager(new AsyncLocalStorageContextManager().enable());
   const tracerProvider = new BasicTracerProvider({
     spanProcessors: [new BatchSpanProcessor(discardingExporter)],
+    ...(sampledShare === undefined ? {} : { sampler: sampledOneIn(sampledShare) }),
   });
   const meterProvider = new MeterProvider({ readers: [new OnDemandMetricReader()] });
   const design = await createEngineDesign(connection, provider, {
@@ -39,7 +43,7 @@ export async function createOtelEngineDesign(
   });
   return {
     ...design,
-    name: 'engine-otel',
+    name: sampledShare === undefined ? 'engine-otel' : 'engine-otel-sampled',
     end: async () => {
       await design.end();
       await tracerProvider.shutdown();

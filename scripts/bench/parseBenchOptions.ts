@@ -36,9 +36,10 @@ export const USAGE = `Usage: npm run bench -- [--quick] [--rounds N] [--designs 
   --quick      a smaller run (about a minute) written to .bench/ only
   --rounds N   rounds of every measurement, designs alternating (default 5; quick 3)
   --designs    only these of engine, engine-otel, engine-wait, floor, floor-slonik, naive,
-               naive-slonik, engine-base, engine-bookkeeping (telemetry on, a meter that
-               records nothing: chargeonce's own part; only when named) (e.g. to profile one
-               with --cpu-prof); .bench/ only
+               naive-slonik, engine-base, and, only when named, engine-bookkeeping (telemetry
+               on, a meter that records nothing: chargeonce's own part) and engine-otel-sampled
+               (engine-otel with one trace in ten) (e.g. to profile one with --cpu-prof);
+               .bench/ only
   --base REV   also run the engine of commit REV (a git worktree under .bench/) as
                engine-base, side by side with this one: is a change no slower? .bench/ only
   --scenarios  only these scenarios; .bench/ only
@@ -80,12 +81,13 @@ export function parseBenchOptions(argv: readonly string[]): BenchOptions {
   if (!Number.isInteger(rounds) || rounds < 1)
     throw new Error(`--rounds must be a positive integer\n${USAGE}`);
   const base = values.base ?? null;
-  // `engine-base` runs only with `--base`, and by default then; `engine-bookkeeping` only when
-  // named.
+  // `engine-base` runs only with `--base`, and by default then; `engine-bookkeeping` and
+  // `engine-otel-sampled` only when named.
   const designs = pick(values.designs, DESIGN_NAMES, '--designs').filter(
     (name) =>
       (name !== 'engine-base' || base !== null) &&
-      (name !== 'engine-bookkeeping' || values.designs !== undefined),
+      ((name !== 'engine-bookkeeping' && name !== 'engine-otel-sampled') ||
+        values.designs !== undefined),
   );
   if (base !== null && !designs.includes('engine-base')) designs.splice(1, 0, 'engine-base');
   if (base !== null && !designs.includes('engine')) {

@@ -49,6 +49,14 @@ const DESIGN_TEXT: { name: DesignName; lines: string[] }[] = [
     ],
   },
   {
+    name: 'engine-otel-sampled',
+    lines: [
+      '- **engine-otel-sampled**: **engine-otel** with one trace in ten recorded',
+      '  (`ParentBasedSampler` over `TraceIdRatioBasedSampler(0.1)`), every metric point still',
+      '  recorded: tracing as a busy service runs it, against **engine**.',
+    ],
+  },
+  {
     name: 'engine-wait',
     lines: [
       '- **engine-wait**: the engine with `inProgress: { waitMs: 10_000 }`: in the storm, callers',

@@ -2,7 +2,8 @@
 // of a replay (the same functions processCharge runs for one: its call, its claim phase, its
 // `replayed` event) or of a fresh charge (its call, claim, `claimed` event, provider call and
 // completion), with telemetry off, with chargeonce's own bookkeeping only (a meter whose
-// instruments do nothing), with the OpenTelemetry SDK's meter, its tracer, and both. Run it as
+// instruments do nothing), with the OpenTelemetry SDK's meter, its tracer, both, and both with
+// one trace in ten sampled (`sampled`: see sampledOneIn). Run it as
 //
 //   npx tsx scripts/bench/telemetryCost.ts [--scenario replay|fresh] [--calls 200000] [--rounds 5]
 //                                          [--batch-size 512]
@@ -36,9 +37,10 @@ import type { EngineEnv } from '../../src/engine/engineEnv.js';
 import { createObserver, type TelemetryOptions } from '../../src/observability/observer.js';
 import { OnDemandMetricReader } from '../support/onDemandMetricReader.js';
 import { idleMeter } from './idleMeter.js';
+import { SAMPLED_SHARE, sampledOneIn } from './sampledOneIn.js';
 import { median } from './stats.js';
 
-const MODES = ['off', 'bookkeeping', 'meter', 'tracer', 'full'] as const;
+const MODES = ['off', 'bookkeeping', 'meter', 'tracer', 'full', 'sampled'] as const;
 type Mode = (typeof MODES)[number];
 
 const { values } = parseArgs({
@@ -68,6 +70,7 @@ function telemetryOf(mode: Mode): TelemetryOptions | false {
   if (mode === 'off') return false;
   context.setGlobalContextManager(new AsyncLocalStorageContextManager().enable());
   const tracerProvider = new BasicTracerProvider({
+    ...(mode === 'sampled' ? { sampler: sampledOneIn(SAMPLED_SHARE) } : {}),
     spanProcessors: [
       new BatchSpanProcessor(discardingExporter, {
         maxExportBatchSize: Number(values['batch-size']),
@@ -84,6 +87,7 @@ function telemetryOf(mode: Mode): TelemetryOptions | false {
     case 'tracer':
       return { tracer, meter: idleMeter };
     case 'full':
+    case 'sampled':
       return { tracer, meter };
   }
 }
