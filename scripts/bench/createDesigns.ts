@@ -8,7 +8,7 @@ import { createNaiveDesign } from './createNaiveDesign.js';
 import { createSlonikFloorDesign } from './createSlonikFloorDesign.js';
 import { createSlonikNaiveDesign } from './createSlonikNaiveDesign.js';
 import { DESIGN_SCHEMAS, type Design, type DesignConnection, type DesignName } from './Design.js';
-import { SAMPLED_SHARE } from './sampledOneIn.js';
+import { SAMPLED_SHARE } from './headSampler.js';
 import { withApplicationName } from './withApplicationName.js';
 
 const FACTORIES: Record<

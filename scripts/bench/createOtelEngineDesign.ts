@@ -11,7 +11,7 @@ import { OnDemandMetricReader } from '../support/onDemandMetricReader.js';
 import type { BenchProvider } from './createBenchProvider.js';
 import { createEngineDesign } from './createEngineDesign.js';
 import type { Design, DesignConnection } from './Design.js';
-import { sampledOneIn } from './sampledOneIn.js';
+import { headSampler } from './headSampler.js';
 
 /** Exports nothing, successfully: what is measured is the SDK recording, not a network. */
 const discardingExporter: SpanExporter = {
@@ -24,7 +24,7 @@ const discardingExporter: SpanExporter = {
  * exporter that discards them, as a real one would send them off the hot path), every metric
  * point recorded, an AsyncLocalStorage context manager so child spans find their parent. Against
  * `engine`, which runs with no SDK: what the instrumentation costs when someone listens. With
- * `sampledShare`, only that share of calls is traced (`engine-otel-sampled`, see sampledOneIn).
+ * `sampledShare`, only that share of calls is traced (`engine-otel-sampled`, see headSampler).
  */
 export async function createOtelEngineDesign(
   connection: DesignConnection,
@@ -34,7 +34,7 @@ export async function createOtelEngineDesign(
   context.setGlobalContextManager(new AsyncLocalStorageContextManager().enable());
   const tracerProvider = new BasicTracerProvider({
     spanProcessors: [new BatchSpanProcessor(discardingExporter)],
-    ...(sampledShare === undefined ? {} : { sampler: sampledOneIn(sampledShare) }),
+    ...(sampledShare === undefined ? {} : { sampler: headSampler(sampledShare) }),
   });
   const meterProvider = new MeterProvider({ readers: [new OnDemandMetricReader()] });
   const design = await createEngineDesign(connection, provider, {

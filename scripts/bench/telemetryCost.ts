@@ -3,7 +3,7 @@
 // `replayed` event) or of a fresh charge (its call, claim, `claimed` event, provider call and
 // completion), with telemetry off, with chargeonce's own bookkeeping only (a meter whose
 // instruments do nothing), with the OpenTelemetry SDK's meter, its tracer, both, and both with
-// one trace in ten sampled (`sampled`: see sampledOneIn). Run it as
+// one trace in ten sampled (`sampled`: see headSampler). Run it as
 //
 //   npx tsx scripts/bench/telemetryCost.ts [--scenario replay|fresh] [--calls 200000] [--rounds 5]
 //                                          [--batch-size 512]
@@ -37,7 +37,7 @@ import type { EngineEnv } from '../../src/engine/engineEnv.js';
 import { createObserver, type TelemetryOptions } from '../../src/observability/observer.js';
 import { OnDemandMetricReader } from '../support/onDemandMetricReader.js';
 import { idleMeter } from './idleMeter.js';
-import { SAMPLED_SHARE, sampledOneIn } from './sampledOneIn.js';
+import { SAMPLED_SHARE, headSampler } from './headSampler.js';
 import { median } from './stats.js';
 
 const MODES = ['off', 'bookkeeping', 'meter', 'tracer', 'full', 'sampled'] as const;
@@ -70,7 +70,7 @@ function telemetryOf(mode: Mode): TelemetryOptions | false {
   if (mode === 'off') return false;
   context.setGlobalContextManager(new AsyncLocalStorageContextManager().enable());
   const tracerProvider = new BasicTracerProvider({
-    ...(mode === 'sampled' ? { sampler: sampledOneIn(SAMPLED_SHARE) } : {}),
+    ...(mode === 'sampled' ? { sampler: headSampler(SAMPLED_SHARE) } : {}),
     spanProcessors: [
       new BatchSpanProcessor(discardingExporter, {
         maxExportBatchSize: Number(values['batch-size']),

@@ -237,11 +237,7 @@ function recordCall(
     // span nobody records (sampled out) has steps nobody would record either (the SDK's samplers
     // decide a child as its parent, or by the same trace id): theirs are not started at all.
     const spans = !span || span.isRecording();
-    const parent = !spans
-      ? undefined
-      : span
-        ? observer.childContext(span, trace.context)
-        : trace.context;
+    const parent = span && spans ? observer.childContext(span, trace.context) : trace.context;
     for (const step of trace.steps) recordStep(env, trace.scoped, step, parent, spans);
   }
   // Each part on its own: a tracer that throws costs its spans, never the call's points.

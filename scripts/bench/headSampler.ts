@@ -14,6 +14,6 @@ export const SAMPLED_SHARE = 0.1;
  * Head sampling as the SDK's own configuration gives it (`OTEL_TRACES_SAMPLER=parentbased_traceidratio`):
  * a root span is recorded for `share` of the trace ids, and its children follow their parent.
  */
-export function sampledOneIn(share: number): Sampler {
+export function headSampler(share: number): Sampler {
   return new ParentBasedSampler({ root: new TraceIdRatioBasedSampler(share) });
 }
