@@ -196,14 +196,16 @@ function learntAttributes(trace: CallTrace, attributes: Attributes): Attributes 
   return attributes;
 }
 
-/** The call's span, started now (backdated to the call's start) if it was not yet. */
-function callSpan(env: EngineEnv, trace: CallTrace, more?: Attributes): Span | null {
-  if (trace.span) return trace.span;
-  const attributes = learntAttributes(trace, chargeAttributes(env, trace.scoped));
-  if (more) Object.assign(attributes, more);
-  trace.span = env.observer.startCallSpan(
+/**
+ * The call's span, started now (backdated to the call's start) if it was not yet, with what is
+ * known as a call starts (its merchant and operation): what a sampler may decide on, as with a
+ * span started in real time. What the call learnt is set as it is recorded, and only if a
+ * sampler kept it.
+ */
+function callSpan(env: EngineEnv, trace: CallTrace): Span | null {
+  trace.span ??= env.observer.startCallSpan(
     trace.spanName,
-    attributes,
+    chargeAttributes(env, trace.scoped),
     trace.startedAt,
     trace.context,
   );
@@ -228,10 +230,7 @@ function recordCall(
   const { observer } = env;
   trace.recorded = true;
   const tracing = observer.tracing;
-  const ending = tracing && outcome ? outcomeAttributes(outcome) : undefined;
-  // Started now, it takes every attribute at once; started earlier, it takes the rest.
-  const startedEarlier = trace.span !== null;
-  const span = tracing ? callSpan(env, trace, ending) : null;
+  const span = tracing ? callSpan(env, trace) : null;
   if (trace.steps.length > 0) {
     // Without the call's span (a tracer that threw), its steps are still the caller's. A call
     // span nobody records (sampled out) has steps nobody would record either (the SDK's samplers
@@ -243,8 +242,10 @@ function recordCall(
   // Each part on its own: a tracer that throws costs its spans, never the call's points.
   if (span) {
     recordQuietly(() => {
+      if (!span.isRecording()) return;
       // What the call learnt, then its outcome (a replay's `completed` over a takeover's point).
-      if (startedEarlier) span.setAttributes(Object.assign(learntAttributes(trace, {}), ending));
+      const learnt = learntAttributes(trace, {});
+      span.setAttributes(outcome ? Object.assign(learnt, outcomeAttributes(outcome)) : learnt);
       if (!outcome) observer.fail(span, error);
       span.end(endedAt);
     });
