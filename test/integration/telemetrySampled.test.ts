@@ -20,20 +20,28 @@ import { aKey, aRequest } from '../support/charges.js';
 const sdk = useTelemetrySdk();
 const TRACED_MERCHANT = 'm_sampled_in';
 
-/** Records the roots of one merchant's calls only, and counts every span the tracer is asked for. */
-function merchantSampler(): Sampler & { asked: number } {
+/**
+ * Records the roots of one merchant's calls only, counts every span the tracer is asked for, and
+ * keeps the attributes each root was decided on.
+ */
+function merchantSampler(): Sampler & { asked: number; rootAttributes: Attributes[] } {
+  const rootAttributes: Attributes[] = [];
   const root: Sampler = {
-    shouldSample: (_c: Context, _t: string, _n: string, _k: SpanKind, attributes: Attributes) => ({
-      decision:
-        attributes['chargeonce.merchant_id'] === TRACED_MERCHANT
-          ? SamplingDecision.RECORD_AND_SAMPLED
-          : SamplingDecision.NOT_RECORD,
-    }),
+    shouldSample: (_c: Context, _t: string, _n: string, _k: SpanKind, attributes: Attributes) => {
+      rootAttributes.push({ ...attributes });
+      return {
+        decision:
+          attributes['chargeonce.merchant_id'] === TRACED_MERCHANT
+            ? SamplingDecision.RECORD_AND_SAMPLED
+            : SamplingDecision.NOT_RECORD,
+      };
+    },
     toString: () => 'merchantSampler',
   };
   const parentBased = new ParentBasedSampler({ root });
   const counting = {
     asked: 0,
+    rootAttributes,
     shouldSample(
       context: Context,
       traceId: string,
@@ -92,11 +100,23 @@ describe('OpenTelemetry with a head sampler', () => {
     expect(await sdk.histogramCount('chargeonce.process_charge.duration')).toBe(1);
   });
 
-  it('a sampled-in charge keeps its children, under the same sampler', async () => {
-    const { engine, spans } = sampledEngine();
+  it('a sampled-in charge keeps its children and, set after the decision, what it learnt', async () => {
+    const { engine, spans, sampler } = sampledEngine();
 
     await engine.processCharge(aKey(), aRequest({ merchantId: TRACED_MERCHANT }));
     await engine.close();
+
+    // The sampler decided on what a call knows as it starts, as for a span started in real time.
+    expect(sampler.rootAttributes).toEqual([
+      { 'chargeonce.merchant_id': TRACED_MERCHANT, 'chargeonce.operation': 'charge' },
+    ]);
+    const root = spans.getFinishedSpans().find((s) => s.name === 'chargeonce.process_charge');
+    expect(root?.attributes).toMatchObject({
+      'chargeonce.merchant_id': TRACED_MERCHANT,
+      'chargeonce.outcome.status': 'succeeded',
+      'chargeonce.recovery_point': 'new',
+      'chargeonce.adopted': false,
+    });
 
     const names = spans.getFinishedSpans().map((span) => span.name);
     expect(names.sort()).toEqual(
