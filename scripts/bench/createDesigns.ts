@@ -21,7 +21,7 @@ const FACTORIES: Record<
     ...(await createEngineDesign(connection, provider, false, 'reject', baseEngine().module)),
     name: 'engine-base',
   }),
-  'engine-otel': (connection, provider) => createOtelEngineDesign(connection, provider),
+  'engine-otel': createOtelEngineDesign,
   // The same with one trace in ten recorded, metrics on every call: tracing as a busy service
   // runs it. Not in the bench by default: `--designs engine,engine-otel,engine-otel-sampled`.
   'engine-otel-sampled': (connection, provider) =>

@@ -29,6 +29,9 @@ export type BenchOptions = {
   base: string | null;
 };
 
+/** Designs that measure one part of another's cost: run only when `--designs` names them. */
+const NAMED_ONLY: ReadonlySet<DesignName> = new Set(['engine-bookkeeping', 'engine-otel-sampled']);
+
 export const USAGE = `Usage: npm run bench -- [--quick] [--rounds N] [--designs engine,floor,...]
                        [--scenarios fresh,replay,storm,sweep,refund] [--note TEXT]
                        [--base REV]
@@ -81,13 +84,12 @@ export function parseBenchOptions(argv: readonly string[]): BenchOptions {
   if (!Number.isInteger(rounds) || rounds < 1)
     throw new Error(`--rounds must be a positive integer\n${USAGE}`);
   const base = values.base ?? null;
-  // `engine-base` runs only with `--base`, and by default then; `engine-bookkeeping` and
-  // `engine-otel-sampled` only when named.
+  // `engine-base` runs only with `--base`, and by default then; the others of NAMED_ONLY only
+  // when named.
   const designs = pick(values.designs, DESIGN_NAMES, '--designs').filter(
     (name) =>
       (name !== 'engine-base' || base !== null) &&
-      ((name !== 'engine-bookkeeping' && name !== 'engine-otel-sampled') ||
-        values.designs !== undefined),
+      (!NAMED_ONLY.has(name) || values.designs !== undefined),
   );
   if (base !== null && !designs.includes('engine-base')) designs.splice(1, 0, 'engine-base');
   if (base !== null && !designs.includes('engine')) {

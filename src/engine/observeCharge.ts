@@ -187,7 +187,8 @@ function readable(value: unknown): value is string {
 }
 
 /** What the call learnt while it ran, as its span's attributes. */
-function learntAttributes(trace: CallTrace, attributes: Attributes): Attributes {
+function learntAttributes(trace: CallTrace): Attributes {
+  const attributes: Attributes = {};
   if (trace.from !== null) {
     attributes['chargeonce.recovery_point'] = trace.from;
     attributes['chargeonce.attempt'] = trace.attempt;
@@ -231,20 +232,21 @@ function recordCall(
   trace.recorded = true;
   const tracing = observer.tracing;
   const span = tracing ? callSpan(env, trace) : null;
+  // A span a sampler left out records nothing: neither its attributes nor its steps are made.
+  const recording = span?.isRecording() ?? false;
   if (trace.steps.length > 0) {
     // Without the call's span (a tracer that threw), its steps are still the caller's. A call
     // span nobody records (sampled out) has steps nobody would record either (the SDK's samplers
     // decide a child as its parent, or by the same trace id): theirs are not started at all.
-    const spans = !span || span.isRecording();
-    const parent = span && spans ? observer.childContext(span, trace.context) : trace.context;
+    const spans = !span || recording;
+    const parent = span && recording ? observer.childContext(span, trace.context) : trace.context;
     for (const step of trace.steps) recordStep(env, trace.scoped, step, parent, spans);
   }
   // Each part on its own: a tracer that throws costs its spans, never the call's points.
-  if (span) {
+  if (span && recording) {
     recordQuietly(() => {
-      if (!span.isRecording()) return;
       // What the call learnt, then its outcome (a replay's `completed` over a takeover's point).
-      const learnt = learntAttributes(trace, {});
+      const learnt = learntAttributes(trace);
       span.setAttributes(outcome ? Object.assign(learnt, outcomeAttributes(outcome)) : learnt);
       if (!outcome) observer.fail(span, error);
       span.end(endedAt);
