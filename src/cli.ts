@@ -59,11 +59,16 @@ Exit status: 0 done; 1 failed, or (inspect, requeue, resolve) no such key to act
 module that cannot be loaded too): nothing ran.
 `;
 
-function numberOption(value: string | undefined, name: string): number | undefined {
+/**
+ * An integer option's value, at least `least`: a duration may be 0, a count of keys may not
+ * (the engine refuses a `limit` under 1).
+ */
+function numberOption(value: string | undefined, name: string, least = 0): number | undefined {
   if (value === undefined) return undefined;
   const n = Number(value);
-  if (!Number.isInteger(n) || n < 0) {
-    throw new UsageError(`--${name} must be a non-negative integer, got ${value}`, undefined);
+  if (!Number.isSafeInteger(n) || n < least) {
+    const rule = least === 0 ? 'a non-negative integer' : `an integer from ${least} up`;
+    throw new UsageError(`--${name} must be ${rule}, got ${value}`, undefined);
   }
   return n;
 }
@@ -141,7 +146,7 @@ async function main(argv: string[]): Promise<number> {
     databaseUrl,
     ...(values.schema ? { schema: values.schema } : {}),
     ...(values.operation ? { operation: values.operation } : {}),
-    limit: numberOption(values.limit, 'limit'),
+    limit: numberOption(values.limit, 'limit', 1),
     ...(values.provider ? { providerModule: values.provider } : {}),
     ...(abandonedMode ? { onAbandoned: abandonedMode } : {}),
     graceMs: numberOption(values['grace-ms'], 'grace-ms'),

@@ -11,9 +11,22 @@ function time(date: Date | null): string {
   return date === null ? NONE : date.toISOString();
 }
 
+// eslint-disable-next-line no-control-regex -- matching them is the point
+const CONTROL = /[\u0000-\u001f\u007f-\u009f]/g;
+
+/**
+ * `text` with every control character (C0, DEL, C1) shown escaped (`\u001b`). What a provider
+ * or a person wrote (an error message, a decline code, a reason, an actor) is printed, and an
+ * escape sequence written to the operator's terminal could move the cursor, rewrite what is
+ * shown or set the window's title.
+ */
+function printable(text: string): string {
+  return text.replace(CONTROL, (c) => `\\u${c.charCodeAt(0).toString(16).padStart(4, '0')}`);
+}
+
 /** One line of a value that may hold newlines (an error message, a reason). */
 function oneLine(text: string | null): string {
-  return text === null ? NONE : text.replace(/\s+/g, ' ');
+  return text === null ? NONE : printable(text.replace(/\s+/g, ' '));
 }
 
 /**
@@ -46,7 +59,7 @@ const LIST_HEADER = [
 ];
 
 function listCells(key: KeySummary): string[] {
-  return [
+  const cells = [
     time(key.createdAt),
     key.merchantId,
     key.operation,
@@ -57,6 +70,7 @@ function listCells(key: KeySummary): string[] {
     key.leaseHeld ? 'held' : NONE,
     oneLine(key.lastError),
   ];
+  return cells.map(printable);
 }
 
 /**
@@ -144,11 +158,11 @@ export function renderInspection(found: KeyInspection, rendering: Rendering): st
         : entry.providerMovementId !== null
           ? ` (provider ${movement?.kind ?? found.operation} ${entry.providerMovementId})`
           : '';
-    return `${time(entry.at)}  ${entry.action} ${entry.result}${provider} by ${entry.actor ?? NONE}: ${oneLine(entry.reason)}`;
+    return `${time(entry.at)}  ${entry.action} ${entry.result}${provider} by ${oneLine(entry.actor)}: ${oneLine(entry.reason)}`;
   });
   const section = (title: string, items: string[]) =>
     rendering.tty
       ? ['', title, ...(items.length === 0 ? ['  none'] : items.map((item) => `  ${item}`))]
       : items.map((item) => `${title}: ${item}`);
-  return [...lines, ...section('history', history), ...section('audit', audit)];
+  return [...lines, ...section('history', history), ...section('audit', audit)].map(printable);
 }

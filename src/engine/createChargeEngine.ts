@@ -1,3 +1,4 @@
+import { countOption } from '../countOption.js';
 import { InvalidConfigurationError, InvalidRequestError } from '../errors.js';
 import { validateChargeRequest, type ChargeRequest, type ValidatedRequest } from '../request.js';
 import { createObserver, SILENT_OBSERVER } from '../observability/observer.js';
@@ -20,6 +21,7 @@ import {
 } from '../recovery/sweep.js';
 import { listFailedKeys, type StuckKey } from '../store/listFailedKeys.js';
 import { readKeyStatus, type KeyStatus } from '../store/readKeyStatus.js';
+import { readUnfinishedKeys } from '../store/readUnfinishedKeys.js';
 import { inspectKey } from '../admin/inspectKey.js';
 import { listKeys } from '../admin/listKeys.js';
 import { requeueParkedKey } from '../admin/requeueParkedKey.js';
@@ -91,6 +93,7 @@ export type ChargeEngine = {
   /**
    * One recovery pass: finishes abandoned charges (adopt, cancel or complete; see `onAbandoned`).
    * Safe to run from any number of processes at once.
+   * @throws {InvalidRequestError} a `limit` or `concurrency` that is not a whole number from 1 up.
    * @throws {StoreUnavailableError} PostgreSQL is out of reach.
    */
   sweep(options?: SweepOptions): Promise<SweepResult>;
@@ -98,6 +101,7 @@ export type ChargeEngine = {
    * Reaps completed keys older than `retentionMs` to tombstones (a retry is refused, never charged
    * again) and deletes tombstones older than `tombstoneRetentionMs`, in batches; returns how many
    * keys it reaped.
+   * @throws {InvalidRequestError} a `limit` or `batchSize` that is not a whole number from 1 up.
    * @throws {StoreUnavailableError} PostgreSQL is out of reach.
    */
   reap(options?: ReapOptions): Promise<number>;
@@ -149,6 +153,8 @@ export type ChargeEngine = {
    * Keys parked in `failed`, oldest first, with why: the provider could not answer past
    * `maxAttempts`, refused a provider answer, a lookup that cannot be trusted past the provider's
    * window, a hook that kept failing, or a stored request that cannot be read.
+   * @throws {InvalidRequestError} a `limit` that is not a whole number from 1 up.
+   * @throws {StoreUnavailableError} PostgreSQL is out of reach.
    */
   listStuck(options?: { limit?: number }): Promise<StuckKey[]>;
   /** Keys per recovery point, abandoned keys, and the age of the oldest unfinished key. */
@@ -229,13 +235,17 @@ export function createChargeEngine(options: ChargeEngineOptions): ChargeEngine {
   // With `inProgress: { waitMs }`: the attempt running for a key and request in this engine,
   // which later callers of the same join instead of claiming again.
   const sharedAttempts: SharedAttempts<OperationOutcome> = new Map();
+  // Stops the unfinished-key gauges when the engine closes (its pool ends with it).
+  let stopKeyGauges = () => {};
   const observerReady = createObserver(options).then((observer) => {
     env.observer = observer;
     observing = true;
-    observer.instruments?.observeKeys(
-      async () => readKeyStatus(await env.pool(), env.tables),
-      KEY_GAUGE_SAMPLE_MS,
-    );
+    if (closed) return;
+    stopKeyGauges =
+      observer.instruments?.observeKeys(
+        async () => readUnfinishedKeys(await env.pool(), env.tables),
+        KEY_GAUGE_SAMPLE_MS,
+      ) ?? stopKeyGauges;
   });
 
   // Before its first call is answered, what this engine promises its callers (how long a key
@@ -348,16 +358,17 @@ export function createChargeEngine(options: ChargeEngineOptions): ChargeEngine {
     resolve: (input) => resolveKey(env, input),
     inspect: (target) => inspectKey(env, target),
     list: (listOptions) => listKeys(env, listOptions),
-    listStuck: async (listOptions) =>
-      withStore(async () =>
-        listFailedKeys(await env.pool(), env.tables, listOptions?.limit ?? 100),
-      ),
+    listStuck: async (listOptions) => {
+      const limit = countOption('limit', listOptions?.limit, 100);
+      return withStore(async () => listFailedKeys(await env.pool(), env.tables, limit));
+    },
     status: async () => withStore(async () => readKeyStatus(await env.pool(), env.tables)),
     startRecovery: (loopOptions) =>
       // As engine.sweep and engine.reap: a first pass started with the engine is counted.
       startRecovery({ sweep: sweepObserved, reap: reapObserved }, loopOptions),
     close: async () => {
       closed = true;
+      stopKeyGauges();
       // Telemetry of calls that ended moments ago, recorded before the caller shuts its SDK down.
       recordPendingTelemetry();
       env.readyPools = null;

@@ -12,9 +12,12 @@ export type KeyGauges = {
   unfinished: Observable;
   /**
    * Feeds the gauges: `sample` is called at most every `everyMs`, when a reader collects and the
-   * last sample is older, never on every scrape.
+   * last sample is older, never on every scrape. What it returns stops the sampling (the engine
+   * closed, its pool with it): the callbacks observe nothing more. (The JavaScript SDK still
+   * reports an attribute set it saw once, at its last value, until its meter provider shuts
+   * down: opentelemetry-js#4096.)
    */
-  observeKeys(sample: () => Promise<KeyCounts>, everyMs: number): void;
+  observeKeys(sample: () => Promise<KeyCounts>, everyMs: number): () => void;
 };
 
 /** Observable gauges of unfinished keys by recovery point and the age of the oldest one. */
@@ -65,7 +68,13 @@ export function createKeyGauges(meter: Meter): KeyGauges {
   return {
     unfinished,
     observeKeys(sample, everyMs) {
-      sampler = { sample, everyMs };
+      const own = { sample, everyMs };
+      sampler = own;
+      return () => {
+        if (sampler !== own) return;
+        sampler = null;
+        latest = null;
+      };
     },
   };
 }

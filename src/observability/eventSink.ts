@@ -73,9 +73,7 @@ export function createEventSink(options: {
     emit(event) {
       if (onEvent) {
         try {
-          // A handler that returns a rejected promise must not become an unhandled rejection.
-          const returned: unknown = onEvent(event);
-          if (returned instanceof Promise) returned.catch(complain);
+          catchLater(onEvent(event), complain);
         } catch (error) {
           complain(error);
         }
@@ -83,11 +81,25 @@ export function createEventSink(options: {
       if (logger) {
         try {
           const { type, ...fields } = event;
-          logger[levelOf(event)]({ event: type, ...fields }, `chargeonce ${type}`);
+          catchLater(
+            logger[levelOf(event)]({ event: type, ...fields }, `chargeonce ${type}`),
+            complain,
+          );
         } catch (error) {
           complain(error);
         }
       }
     },
   };
+}
+
+/**
+ * A handler or logger method that returned a promise (an async one, or a thenable of another
+ * library's) must not turn its rejection into an unhandled rejection, which ends the process
+ * under Node's defaults: it is caught, as a throw is.
+ */
+function catchLater(returned: unknown, complain: (error: unknown) => void): void {
+  if (typeof returned !== 'object' && typeof returned !== 'function') return;
+  if (returned === null || typeof (returned as { then?: unknown }).then !== 'function') return;
+  Promise.resolve(returned as PromiseLike<unknown>).catch(complain);
 }

@@ -25,9 +25,9 @@ export type Instruments = {
   providerDuration(seconds: number, call: string, outcome: string): void;
   /**
    * Feeds the unfinished-key gauges: `sample` is called at most every `everyMs`, when a reader
-   * collects and the last sample is older, never on every scrape.
+   * collects and the last sample is older, never on every scrape. What it returns stops them.
    */
-  observeKeys(sample: () => Promise<KeyCounts>, everyMs: number): void;
+  observeKeys(sample: () => Promise<KeyCounts>, everyMs: number): () => void;
 };
 
 /** Latency buckets in seconds: a millisecond to a minute (provider calls can be slow). */
@@ -173,7 +173,7 @@ export function createInstruments(meter: Meter): Instruments {
       providerSeconds.record(seconds, providerSets(call, outcome));
     },
     observeKeys(sample, everyMs) {
-      keyGauges.observeKeys(sample, everyMs);
+      return keyGauges.observeKeys(sample, everyMs);
     },
   };
 }

@@ -1,3 +1,4 @@
+import { countOption } from '../countOption.js';
 import { purgeTombstones, reapCompletedKeys } from '../store/reapCompletedKeys.js';
 import { longestRetention } from '../store/retentionWindows.js';
 import { withStore } from '../store/storeErrors.js';
@@ -25,12 +26,17 @@ export type ReapOptions = {
  * engine on the schema recorded when it started (see `declareRetention`), this one's included.
  * Returns how many keys it reaped. Never touches an unfinished key; charge rows stay. Safe to run from many processes.
  *
+ * @throws {InvalidRequestError} a `limit` or `batchSize` that is not a whole number from 1 up;
+ * nothing read.
  * @throws {StoreUnavailableError} PostgreSQL is out of reach.
  */
 export async function reap(env: EngineEnv, options: ReapOptions = {}): Promise<number> {
+  // Checked before the pass's span starts: a refused call is no pass.
+  const limit = countOption('limit', options.limit, 10_000);
+  const batchSize = countOption('batchSize', options.batchSize, 1_000);
   const startedAt = performance.now();
   const reaped = await env.observer.span('chargeonce.reap', {}, async (span) => {
-    const count = await reapPass(env, options);
+    const count = await reapPass(env, limit, Math.min(batchSize, limit));
     span?.setAttribute('chargeonce.reaped', count);
     return count;
   });
@@ -38,9 +44,7 @@ export async function reap(env: EngineEnv, options: ReapOptions = {}): Promise<n
   return reaped;
 }
 
-async function reapPass(env: EngineEnv, options: ReapOptions): Promise<number> {
-  const limit = options.limit ?? 10_000;
-  const batchSize = Math.max(1, Math.min(options.batchSize ?? 1_000, limit));
+async function reapPass(env: EngineEnv, limit: number, batchSize: number): Promise<number> {
   const pool = await env.pool();
   const inBatches = async (batch: (size: number) => Promise<number>) => {
     let done = 0;

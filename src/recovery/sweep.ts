@@ -1,3 +1,4 @@
+import { countOption } from '../countOption.js';
 import {
   ChargeNeedsAttentionError,
   ChargeOnceError,
@@ -111,6 +112,8 @@ export type KeyResult = Exclude<keyof SweepResult, 'examined' | 'errored'>;
  * after `maxAttempts`. A key at `started` has nothing charged: it is released, never parked.
  * Safe to run from any number of processes at once.
  *
+ * @throws {InvalidRequestError} a `limit` or `concurrency` that is not a whole number from 1 up;
+ * nothing read.
  * @throws {StoreUnavailableError} PostgreSQL is out of reach when picking keys. Once keys are
  * picked, every one is tried; one that throws is counted in `errored`, not the whole pass.
  */
@@ -119,12 +122,17 @@ export async function sweep(
   settings: SweepSettings,
   options: SweepOptions = {},
 ): Promise<SweepResult> {
+  // Checked before the pass's span starts: a refused call is no pass.
+  const counts = {
+    limit: countOption('limit', options.limit, 100),
+    concurrency: countOption('concurrency', options.concurrency, 8),
+  };
   const startedAt = performance.now();
   const result = await env.observer.span(
     'chargeonce.sweep',
     { 'chargeonce.operation': env.operation },
     async (span) => {
-      const swept = await sweepPass(env, settings, options);
+      const swept = await sweepPass(env, settings, counts);
       // Every count of the result (`chargeonce.sweep.failed`: the keys it parked, …).
       if (span) {
         for (const [kind, count] of Object.entries(swept)) {
@@ -141,10 +149,8 @@ export async function sweep(
 async function sweepPass(
   env: EngineEnv,
   settings: SweepSettings,
-  options: SweepOptions,
+  { limit, concurrency }: Required<SweepOptions>,
 ): Promise<SweepResult> {
-  const limit = options.limit ?? 100;
-  const concurrency = Math.max(1, options.concurrency ?? 8);
   // Read before the pick is sent: each picked key's lease is measured from here.
   const pickSentAt = env.clock.now();
   const pool = await env.pool();

@@ -64,9 +64,13 @@ const summaryRow = z.object({
 
 /**
  * Up to `limit` keys in (created_at, merchant_id, operation, key) order, after `after`: keyset
- * pagination, so a page costs the same however deep it is and a key is never skipped or listed
- * twice because others were added meanwhile (`created_at` never changes). Parked and unfinished
- * keys are served by partial indexes; a listing of completed keys without a merchant scans.
+ * pagination, so a page costs the same however deep it is. `created_at` never changes, so a walk
+ * lists once every key that was committed before it began and still matches when its page is
+ * read. A key claimed during the walk may be left out: `created_at` is when its claim's
+ * transaction began, and a claim that commits late (a slow `reserve` hook) lands behind pages
+ * already read; so may a key that came to match meanwhile (parked during the walk). Parked and
+ * unfinished keys are served by partial indexes; a listing of completed keys without a merchant
+ * scans.
  */
 export async function listKeysPage(
   db: CommonQueryMethods,

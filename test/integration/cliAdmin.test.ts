@@ -483,4 +483,74 @@ describe('on a terminal', () => {
       'charge totals: authorized only, captured 800, refunded 300; held: 200 by refunds',
     );
   });
+
+  it('shows control characters a provider or a person wrote escaped, never raw', () => {
+    const escape = '\u001b]0;owned\u0007\u001b[2J';
+    const shown = '\\u001b]0;owned\\u0007\\u001b[2J';
+    const found: KeyInspection = {
+      merchantId: 'm_1',
+      operation: 'charge',
+      key: 'k-1',
+      recoveryPoint: 'failed',
+      request: null,
+      requestHash: 'h',
+      attempts: 6,
+      lease: { held: false, remainingMs: 0, until: null },
+      lastError: `provider said ${escape}`,
+      charge: null,
+      movement: null,
+      outcome: null,
+      createdAt: at,
+      updatedAt: at,
+      completedAt: null,
+      failedAt: at,
+      history: [{ at, event: 'parked', detail: `because ${escape}` }],
+      audit: [
+        {
+          id: '1',
+          at,
+          action: 'resolve',
+          result: 'declined',
+          actor: `ops${escape}`,
+          reason: `checked ${escape}`,
+          chargeId: 'c',
+          movementId: null,
+          providerChargeId: `ch_${escape}`,
+          declineCode: 'card_declined',
+          providerMovementId: null,
+          failureCode: null,
+          parkedAt: at,
+          parkedReason: null,
+        },
+      ],
+    };
+    for (const tty of [true, false]) {
+      const lines = renderInspection(found, { tty, columns: 200 });
+      // eslint-disable-next-line no-control-regex -- what must not be printed
+      expect(lines.filter((line) => /[\u0000-\u001f\u007f-\u009f]/.test(line))).toEqual([]);
+      expect(lines.join('\n')).toContain(`provider said ${shown}`);
+      expect(lines.join('\n')).toContain(`by ops${shown}: checked ${shown}`);
+      expect(lines.join('\n')).toContain(`provider charge ch_${shown}`);
+    }
+    const listed = renderKeyList(
+      [
+        {
+          merchantId: 'm_1',
+          operation: 'charge',
+          key: 'k-1',
+          recoveryPoint: 'failed',
+          chargeId: 'c',
+          chargeStatus: 'reserved',
+          attempts: 6,
+          leaseHeld: false,
+          lastError: escape,
+          responseStatus: null,
+          createdAt: at,
+          updatedAt: at,
+        },
+      ],
+      { tty: false, columns: 200 },
+    );
+    expect(listed[0]!.split('\t').at(-1)).toBe(shown);
+  });
 });

@@ -101,7 +101,12 @@ describe('chargeonce command line', () => {
     ],
     [
       ['status', '--json', '--database-url', 'postgres://127.0.0.1:1/x', '--limit', 'abc'],
-      '--limit must be a non-negative integer, got abc',
+      '--limit must be an integer from 1 up, got abc',
+      'chargeonce --help',
+    ],
+    [
+      ['status', '--json', '--database-url', 'postgres://127.0.0.1:1/x', '--limit', '0'],
+      '--limit must be an integer from 1 up, got 0',
       'chargeonce --help',
     ],
   ])('%j: under --json, one JSON object on stderr and exit 2', async (args, message, help) => {
@@ -195,7 +200,7 @@ describe('chargeonce command line', () => {
 
     expect(result.code).toBe(2);
     expect(result.stderr).toBe(
-      "chargeonce: --limit must be a non-negative integer, got -5\nRun 'chargeonce --help' for usage.\n",
+      "chargeonce: --limit must be an integer from 1 up, got -5\nRun 'chargeonce --help' for usage.\n",
     );
   });
 });

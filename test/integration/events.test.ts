@@ -1,6 +1,7 @@
 import { Writable } from 'node:stream';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import pino from 'pino';
+import { sql } from 'slonik';
 import {
   createChargeEngine,
   IdempotencyKeyInUseError,
@@ -151,6 +152,9 @@ describe('events', () => {
   it('the sweeper cancels, parks and reports its pass; the reaper reports its pass', async () => {
     const { engine, provider, ofType } = recording({ maxAttempts: 1 });
     const merchantId = 'm_events_sweep';
+    // A key completed a year ago, past any retention an engine of this file recorded: reaped.
+    const old = aKey();
+    await engine.processCharge(old, aRequest({ merchantId }));
     const abandoned = aKey();
     await seedInterruptedKey(db.pool, db.tables, abandoned, aRequest({ merchantId }), 'reserved');
     await expireLease(db.pool, db.tables, merchantId, abandoned);
@@ -161,6 +165,9 @@ describe('events', () => {
     await seedInterruptedKey(db.pool, db.tables, stuck, aRequest({ merchantId }), 'reserved');
     await expireLease(db.pool, db.tables, merchantId, stuck);
     await engine.sweep();
+    await db.pool.query(sql.unsafe`
+      UPDATE ${db.tables.keys} SET completed_at = now() - interval '365 days'
+      WHERE merchant_id = ${merchantId} AND key = ${old}`);
     await engine.reap();
     await engine.requeue({ merchantId, key: stuck, actor: 'ops@example', reason: 'checked' });
 
@@ -174,7 +181,7 @@ describe('events', () => {
       { type: 'requeued', merchantId, operation: 'charge', key: stuck, by: 'ops@example' },
     ]);
     expect(ofType('reaped')).toEqual([
-      expect.objectContaining({ reaped: expect.any(Number) as number }),
+      { type: 'reaped', reaped: 1, durationMs: expect.any(Number) as number },
     ]);
   });
 
@@ -205,6 +212,46 @@ describe('events', () => {
         replayed: true,
       });
     } finally {
+      console.error = silenced;
+    }
+  });
+
+  it('an async onEvent or logger that rejects breaks neither a charge nor the process', async () => {
+    const silenced = console.error;
+    const complaints: unknown[] = [];
+    console.error = (...args: unknown[]) => complaints.push(args[1]);
+    const unhandled: unknown[] = [];
+    const onUnhandled = (reason: unknown) => unhandled.push(reason);
+    process.on('unhandledRejection', onUnhandled);
+    try {
+      const rejectLater = (message: string) => () => Promise.reject(new Error(message));
+      const engine = createChargeEngine({
+        pool: db.pgPool,
+        provider: createFakeProvider(),
+        // Async where a plain function is asked for: what an async handler or logger gives.
+        // eslint-disable-next-line @typescript-eslint/no-misused-promises
+        onEvent: rejectLater('handler bug'),
+        logger: {
+          // eslint-disable-next-line @typescript-eslint/no-misused-promises
+          debug: rejectLater('logger bug'),
+          info: () => {},
+          warn: () => {},
+          error: () => {},
+        },
+      });
+      const key = aKey();
+      await expect(engine.processCharge(key, aRequest())).resolves.toMatchObject({
+        status: 'succeeded',
+      });
+      await expect(engine.processCharge(key, aRequest())).resolves.toMatchObject({
+        replayed: true,
+      });
+      // An unhandled rejection is reported after the microtask queue drains.
+      await new Promise((resolve) => setTimeout(resolve, 20));
+      expect(unhandled).toEqual([]);
+      expect(complaints).toEqual([expect.objectContaining({ message: 'handler bug' })]);
+    } finally {
+      process.off('unhandledRejection', onUnhandled);
       console.error = silenced;
     }
   });

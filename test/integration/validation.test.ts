@@ -1,8 +1,10 @@
+import { sql } from 'slonik';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { z } from 'zod';
 import { createChargeEngine, InvalidRequestError } from '../../src/index.js';
 import { createFakeProvider } from '../../src/testing/index.js';
 import { createTestDatabase, type TestDatabase } from '../support/testDatabase.js';
-import { aKey, aRequest, countRows } from '../support/charges.js';
+import { aKey, aRequest, countRows, expireLease, seedInterruptedKey } from '../support/charges.js';
 
 let db: TestDatabase;
 beforeAll(async () => {
@@ -175,5 +177,48 @@ describe('validation happens before anything is written', () => {
       replayed: true,
       chargeId: first.chargeId,
     });
+  });
+});
+
+describe('counts given to sweep, reap and listStuck', () => {
+  const refusedCount = (field: string) =>
+    expect.objectContaining({
+      code: 'invalid_request',
+      issues: [{ field, message: 'must be a whole number from 1 up' }],
+    }) as unknown;
+
+  it('a sweep refuses a limit or concurrency under 1, fractional or infinite, and takes no key', async () => {
+    const engine = createChargeEngine({
+      pool: db.pgPool,
+      provider: createFakeProvider(),
+      sweepGraceMs: 0,
+    });
+    const merchantId = 'm_validation_counts';
+    const key = aKey();
+    await seedInterruptedKey(db.pool, db.tables, key, aRequest({ merchantId }), 'reserved');
+    await expireLease(db.pool, db.tables, merchantId, key);
+
+    for (const limit of [0, -1, 1.5, Number.POSITIVE_INFINITY, Number.NaN]) {
+      await expect(engine.sweep({ limit })).rejects.toEqual(refusedCount('limit'));
+    }
+    await expect(engine.sweep({ concurrency: 0 })).rejects.toEqual(refusedCount('concurrency'));
+    const point = async () =>
+      db.pool.oneFirst(sql.type(z.object({ recovery_point: z.string() }))`
+        SELECT recovery_point FROM ${db.tables.keys} WHERE merchant_id = ${merchantId} AND key = ${key}`);
+    expect(await point()).toBe('reserved');
+
+    // The same key is taken by a sweep with a count it accepts.
+    expect((await engine.sweep({ limit: 1 })).examined).toBe(1);
+    expect(await point()).not.toBe('reserved');
+  });
+
+  it('a reap refuses a limit or batch size it cannot take; listStuck a limit', async () => {
+    const engine = createChargeEngine({ pool: db.pgPool, provider: createFakeProvider() });
+    await expect(engine.reap({ limit: -5 })).rejects.toEqual(refusedCount('limit'));
+    await expect(engine.reap({ batchSize: 0.5 })).rejects.toEqual(refusedCount('batchSize'));
+    await expect(engine.listStuck({ limit: 0 })).rejects.toEqual(refusedCount('limit'));
+    await expect(engine.listStuck({ limit: 2 ** 60 })).rejects.toEqual(refusedCount('limit'));
+    await expect(engine.reap({ limit: 1, batchSize: 1 })).resolves.toBeGreaterThanOrEqual(0);
+    await expect(engine.listStuck({ limit: 1 })).resolves.toEqual(expect.any(Array));
   });
 });
