@@ -125,6 +125,8 @@ async function main(argv: string[]): Promise<number> {
     process.stderr.write(USAGE);
     return 2;
   }
+  // Before any option is checked: a mistyped command is what the user needs to hear about.
+  if (!RECOVERY_COMMANDS.has(command)) return unknownCommand(command, values.json);
   // sweep, reap and status take no argument of their own: a stray one is a mistyped option.
   if (positionals.length > 1) {
     throw new UsageError(`unexpected argument '${positionals[1]}'`, undefined);
@@ -166,13 +168,21 @@ async function main(argv: string[]): Promise<number> {
       await statusCommand(options, print);
       return 0;
     default:
-      process.stderr.write(
-        values.json
-          ? renderError(new UsageError(`unknown command ${command}`, undefined), true)
-          : `Unknown command: ${command}\n\n${USAGE}`,
-      );
-      return 2;
+      return unknownCommand(command, values.json);
   }
+}
+
+/** The commands `main` runs itself, after the ones that parse their own options. */
+const RECOVERY_COMMANDS = new Set(['sweep', 'reap', 'status']);
+
+/** A command chargeonce does not have: said on stderr with the usage (or as JSON), exit 2. */
+function unknownCommand(command: string, json: boolean): number {
+  process.stderr.write(
+    json
+      ? renderError(new UsageError(`unknown command ${command}`, undefined), true)
+      : `Unknown command: ${command}\n\n${USAGE}`,
+  );
+  return 2;
 }
 
 const argv = process.argv.slice(2);

@@ -1,3 +1,5 @@
+import { isErrorOfKind, nameErrorKind, recordErrorKinds } from './errorKinds.js';
+
 /**
  * Every `code` a chargeonce error can carry: the engine's, the HTTP edge's refusals and the
  * client's. `ChargeOnceError` accepts no other, so this list is complete by construction.
@@ -42,6 +44,14 @@ export type ChargeOnceErrorCode = (typeof CHARGE_ONCE_ERROR_CODES)[number];
  * error it stems from, if any, is its `cause`.
  */
 export class ChargeOnceError extends Error {
+  /**
+   * True for an error of this class, thrown by this copy of chargeonce or by another in the same
+   * process (its ES module build and its CommonJS build, loaded by `import` and by `require`).
+   */
+  static override [Symbol.hasInstance](value: unknown): boolean {
+    return isErrorOfKind(this, value);
+  }
+
   /** Stable, machine-readable identifier of the error kind. */
   readonly code: ChargeOnceErrorCode;
   /** The HTTP status an API built on chargeonce should answer with. */
@@ -57,6 +67,7 @@ export class ChargeOnceError extends Error {
     this.name = new.target.name;
     this.code = code;
     this.httpStatus = httpStatus;
+    recordErrorKinds(this, new.target);
   }
 }
 
@@ -94,7 +105,7 @@ export class IdempotencyKeyReusedError extends ChargeOnceError {
       422,
       fields.length === 0
         ? 'This idempotency key was already used with a different request.'
-        : `This idempotency key was already used with a different request: ${fields.join(', ')} differ.`,
+        : `This idempotency key was already used with a different request: ${fields.join(', ')} ${fields.length === 1 ? 'differs' : 'differ'}.`,
       options,
     );
     this.differingFields = fields;
@@ -285,3 +296,20 @@ export class SimulatedCrashError extends ChargeOnceError {
     this.point = point;
   }
 }
+
+// Each class's kind, for `instanceof` across copies of chargeonce (see errorKinds).
+nameErrorKind(ChargeOnceError, 'ChargeOnceError');
+nameErrorKind(InvalidRequestError, 'InvalidRequestError');
+nameErrorKind(IdempotencyKeyReusedError, 'IdempotencyKeyReusedError');
+nameErrorKind(IdempotencyKeyInUseError, 'IdempotencyKeyInUseError');
+nameErrorKind(ProviderUnavailableError, 'ProviderUnavailableError');
+nameErrorKind(ProviderError, 'ProviderError');
+nameErrorKind(ChargeNeedsAttentionError, 'ChargeNeedsAttentionError');
+nameErrorKind(IdempotencyKeyExpiredError, 'IdempotencyKeyExpiredError');
+nameErrorKind(ProviderAnswerInvalidError, 'ProviderAnswerInvalidError');
+nameErrorKind(StoreUnavailableError, 'StoreUnavailableError');
+nameErrorKind(SchemaNotMigratedError, 'SchemaNotMigratedError');
+nameErrorKind(SchemaVersionError, 'SchemaVersionError');
+nameErrorKind(InvalidConfigurationError, 'InvalidConfigurationError');
+nameErrorKind(ChargeRejectedError, 'ChargeRejectedError');
+nameErrorKind(SimulatedCrashError, 'SimulatedCrashError');

@@ -27,7 +27,13 @@ export { migrate } from './store/migrate.js';
 export type { MigrateOptions, MigrateResult } from './store/migrate.js';
 export { createEnginePool } from './store/resolvePool.js';
 export type { EnginePoolOptions, PoolInput, SlonikPoolLike } from './store/resolvePool.js';
-export type { PgClientLike, PgPoolLike, PgQueryConfig, PgQueryResult } from './store/pgPoolLike.js';
+export type {
+  EnginePool,
+  PgClientLike,
+  PgPoolLike,
+  PgQueryConfig,
+  PgQueryResult,
+} from './store/pgPoolLike.js';
 export type { HookQueryResult, HookStatement, HookTransaction } from './engine/hookTransaction.js';
 export { validateChargeRequest, canonicalJson, deriveProviderKey } from './request.js';
 export type { ChargeRequest, ValidatedRequest } from './request.js';

@@ -1,5 +1,6 @@
 import { ChargeOnceError } from '../errors.js';
 import type { RecoveryPoint } from '../store/keyState.js';
+import { nameErrorKind } from '../errorKinds.js';
 
 /**
  * Why a key cannot be resolved: there is no such key; its outcome is final (`completed`, or a
@@ -53,3 +54,5 @@ export class KeyNotResolvableError extends ChargeOnceError {
     this.recoveryPoint = recoveryPoint;
   }
 }
+
+nameErrorKind(KeyNotResolvableError, 'KeyNotResolvableError');

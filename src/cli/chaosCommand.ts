@@ -215,14 +215,37 @@ export async function chaosCommand(
   }
 }
 
+/** What `--provider stripe` needs installed beside chargeonce. */
+const STRIPE_CHAOS_PACKAGES = ['stripe', 'stripe-stateful-mock'];
+
+/**
+ * A configuration error saying what to install, when `error` is a failed import of one of the
+ * packages `--provider stripe` needs; else null.
+ */
+export function missingStripePackages(error: unknown): InvalidConfigurationError | null {
+  const code = (error as { code?: unknown } | null)?.code;
+  const message = error instanceof Error ? error.message : '';
+  if (code !== 'ERR_MODULE_NOT_FOUND' && code !== 'MODULE_NOT_FOUND') return null;
+  if (!STRIPE_CHAOS_PACKAGES.some((name) => message.includes(`'${name}'`))) return null;
+  return new InvalidConfigurationError(
+    `--provider stripe needs the packages ${STRIPE_CHAOS_PACKAGES.join(' and ')}: npm install --save-dev ${STRIPE_CHAOS_PACKAGES.join(' ')}`,
+    { cause: error },
+  );
+}
+
 /**
  * `--provider stripe`: the emulator and its fault proxy, started for this run, and the options
  * that point the harness at them. The seed is drawn here when not given, so the proxy's faults
  * and the harness's draw from the same one.
  */
 async function startStripe(options: Omit<ChaosOptions, 'databaseUrl'>) {
-  // Imported only now: stripe and stripe-stateful-mock are development dependencies.
-  const { startStripeChaos } = await import('../chaos/stripe/startStripeChaos.js');
+  // Imported only now: stripe and stripe-stateful-mock are development dependencies, which an
+  // installed chargeonce does not bring.
+  const { startStripeChaos } = await import('../chaos/stripe/startStripeChaos.js').catch(
+    (error: unknown) => {
+      throw missingStripePackages(error) ?? error;
+    },
+  );
   const seed = options.seed ?? randomInt(2 ** 31);
   const faults = { ...DEFAULT_PROVIDER_FAULTS, ...options.providerFaults };
   const latency = options.latencyMs ?? 20;
@@ -274,7 +297,9 @@ function parseNumber(
 ): number | undefined {
   if (typeof text !== 'string') return undefined;
   const n = Number(text);
-  if (text.trim() === '' || !valid(n)) throw new Error(`--${name} must be ${what}, got ${text}`);
+  if (text.trim() === '' || !valid(n)) {
+    throw new UsageError(`--${name} must be ${what}, got ${text}`, 'chaos');
+  }
   return n;
 }
 

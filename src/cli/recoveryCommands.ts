@@ -105,7 +105,7 @@ export async function statusCommand(options: RecoveryCommandOptions, print: Prin
     print(
       `started: ${points.started}  reserved: ${points.reserved}  completed: ${points.completed}  failed: ${points.failed}  expired: ${points.expired}`,
     );
-    print(`abandoned (lease run out): ${status.abandoned}`);
+    print(`abandoned (no lease held): ${status.abandoned}`);
     print(
       `oldest unfinished: ${status.oldestUnfinishedMs === null ? 'none' : `${Math.round(status.oldestUnfinishedMs / 1000)} s`}`,
     );

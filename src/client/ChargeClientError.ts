@@ -1,4 +1,5 @@
 import { ChargeOnceError } from '../errors.js';
+import { nameErrorKind } from '../errorKinds.js';
 
 /** A response the client received, kept as it came. */
 export type ChargeClientResponse = {
@@ -83,3 +84,5 @@ function describe(
       return `The ${operation} was aborted after ${tries} (${last}).`;
   }
 }
+
+nameErrorKind(ChargeClientError, 'ChargeClientError');

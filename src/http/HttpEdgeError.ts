@@ -1,4 +1,5 @@
 import { ChargeOnceError } from '../errors.js';
+import { nameErrorKind } from '../errorKinds.js';
 
 /** What the HTTP edge refuses by itself (each one is in `CHARGE_ONCE_ERROR_CODES`). */
 export type HttpEdgeErrorCode =
@@ -30,3 +31,5 @@ export class HttpEdgeError extends ChargeOnceError {
     this.headers = headers;
   }
 }
+
+nameErrorKind(HttpEdgeError, 'HttpEdgeError');

@@ -1,3 +1,5 @@
+import { isErrorOfKind, nameErrorKind, recordErrorKinds } from '../errorKinds.js';
+
 /** What chargeonce asks a payment provider to charge. */
 export type CreateChargeInput = {
   /** Stable across every retry of one operation; the provider must dedupe on it. */
@@ -154,6 +156,14 @@ export interface PaymentProvider {
  * Whether the provider charged is unknown; chargeonce finds out with `findCharge` on the retry.
  */
 export class ProviderTransientError extends Error {
+  /**
+   * True for an error of this class, thrown by this copy of chargeonce or by another in the same
+   * process (an adapter that loads the package with `require`, an engine loaded with `import`).
+   */
+  static override [Symbol.hasInstance](value: unknown): boolean {
+    return isErrorOfKind(this, value);
+  }
+
   /** Where the failure happened, for logs (`timeout`, `reset`, `http_503`, …). */
   readonly reason: string;
   /** How long the provider asked callers to wait (its `Retry-After`), if it said. */
@@ -164,8 +174,11 @@ export class ProviderTransientError extends Error {
     this.name = 'ProviderTransientError';
     this.reason = reason;
     this.retryAfterMs = options?.retryAfterMs;
+    recordErrorKinds(this, new.target);
   }
 }
+
+nameErrorKind(ProviderTransientError, 'ProviderTransientError');
 
 /**
  * What a provider declares about itself beyond its methods (its idempotency window, whether its

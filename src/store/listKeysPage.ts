@@ -23,7 +23,12 @@ export type KeySummaryRow = {
   operation: string;
   key: string;
   recoveryPoint: RecoveryPoint;
+  /**
+   * The local id the key's use was given: a charge key's charge; for a refund or capture key,
+   * that refund's or capture's own id (`inspect` names the charge it moves money on).
+   */
   chargeId: string;
+  /** A charge key's charge status; null for a refund or capture key. */
   chargeStatus: ChargeStatus | null;
   attempts: number;
   leaseHeld: boolean;

@@ -36,3 +36,13 @@ export type PgPoolLike = {
   /** The pool's `max`, when it says. */
   options?: { max?: number };
 };
+
+/**
+ * What `createEnginePool` returns: a node-postgres `pg.Pool`, typed by shape as the rest of
+ * chargeonce's API is, with the calls an application makes on it besides the engine's: a query
+ * as text and values, and its `error` event. (`as pg.Pool` gives the whole of its type.)
+ */
+export type EnginePool = PgPoolLike & {
+  query(text: string, values?: unknown[]): Promise<PgQueryResult>;
+  on(event: 'error', listener: (error: Error) => void): unknown;
+};

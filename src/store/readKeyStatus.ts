@@ -7,7 +7,10 @@ import type { Tables } from './tables.js';
 export type KeyStatus = {
   /** Keys per recovery point, all operations. */
   byRecoveryPoint: Record<RecoveryPoint, number>;
-  /** Unfinished keys whose lease has run out: what the next sweep will pick up. */
+  /**
+   * Unfinished keys no attempt holds (released by a transient failure, or their lease run out):
+   * what a sweep picks up once they have been idle for its grace.
+   */
   abandoned: number;
   /** Age of the oldest unfinished key in milliseconds, or null when none. */
   oldestUnfinishedMs: number | null;

@@ -4,7 +4,7 @@ import { InvalidConfigurationError, StoreUnavailableError } from '../errors.js';
 import { pgPoolDriverFactory } from './pgPoolDriver.js';
 import type { GroupCommit } from './groupCommit.js';
 import type { KeyWaiters } from './keyWaiters.js';
-import type { PgPoolLike } from './pgPoolLike.js';
+import type { EnginePool, PgPoolLike } from './pgPoolLike.js';
 import { SLONIK_POOL_SETTINGS } from './createSlonikPool.js';
 import { isStoreUnavailable } from './storeErrors.js';
 
@@ -61,7 +61,7 @@ export type EnginePoolOptions = {
 export async function createEnginePool(
   connectionString: string,
   options: EnginePoolOptions = {},
-): Promise<PgPoolLike> {
+): Promise<EnginePool> {
   if (typeof connectionString !== 'string' || connectionString === '') {
     throw new InvalidConfigurationError('createEnginePool needs a PostgreSQL connection string');
   }

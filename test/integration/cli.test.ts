@@ -61,7 +61,7 @@ describe('chargeonce command', () => {
       WHERE merchant_id = 'm_cli' AND recovery_point = 'expired'`);
     expect(left).toBe(4);
     const human = await cli('status', '--database-url', db.url);
-    expect(human.stdout).toContain('abandoned (lease run out): 0');
+    expect(human.stdout).toContain('abandoned (no lease held): 0');
   });
 
   it('fails with a message and exit code 2 on bad usage', async () => {

@@ -74,6 +74,16 @@ describe('chargeonce command line', () => {
     [['inspect', '--database-url', 'h:5432/db'], NOT_A_URL, 'chargeonce inspect --help'],
     [['migrate', '--database-url', 'nope'], NOT_A_URL, 'chargeonce migrate --help'],
     [['chaos', '--database-url', 'nope'], NOT_A_URL, 'chargeonce chaos --help'],
+    [
+      ['chaos', '--charges', 'abc'],
+      '--charges must be an integer, got abc',
+      'chargeonce chaos --help',
+    ],
+    [
+      ['chaos', '--error-rate', '2'],
+      '--error-rate must be a number in [0, 1], got 2',
+      'chargeonce chaos --help',
+    ],
   ])('%j: says what was wrong, where the usage is, and exits 2', async (args, message, help) => {
     const result = await cli(...args);
     expect(result.code).toBe(2);
@@ -97,6 +107,11 @@ describe('chargeonce command line', () => {
     [
       ['chaos', '--json', '--charges-count', '5'],
       'unknown option --charges-count',
+      'chargeonce chaos --help',
+    ],
+    [
+      ['chaos', '--json', '--workers', '1.5'],
+      '--workers must be an integer, got 1.5',
       'chargeonce chaos --help',
     ],
     [
@@ -145,6 +160,18 @@ describe('chargeonce command line', () => {
     });
     expect(unknown).toMatchObject({ code: 2, stdout: '' });
     expect(JSON.parse(unknown.stderr)).toEqual({
+      error: { code: 'usage', message: 'unknown command explode', help: 'chargeonce --help' },
+    });
+  });
+
+  it('an unknown command is said first, before any missing option', async () => {
+    // No --database-url and no DATABASE_URL: the command is what is wrong.
+    const plain = await cli('explode');
+    const json = await cli('explode', 'now', '--json');
+
+    expect(plain).toMatchObject({ code: 2, stdout: '' });
+    expect(plain.stderr).toMatch(/^Unknown command: explode\n\nUsage:/);
+    expect(JSON.parse(json.stderr)).toEqual({
       error: { code: 'usage', message: 'unknown command explode', help: 'chargeonce --help' },
     });
   });

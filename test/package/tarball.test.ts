@@ -246,6 +246,10 @@ describe('installed by npm into a project of its own', () => {
   for (const [flavor, script] of [
     ['ESM (import)', 'esm.mjs'],
     ['CommonJS (require)', 'cjs.cjs'],
+    [
+      'both builds at once (the engine imported, the HTTP edge and testing kit required)',
+      'mixed.mjs',
+    ],
   ] as const) {
     it(`runs from ${flavor}: connection string, pg.Pool and slonik pool with hooks, HTTP, chaos`, async () => {
       const { stdout } = await runOk(process.execPath, [script], { cwd: dir, env });
@@ -256,6 +260,9 @@ describe('installed by npm into a project of its own', () => {
         slonikPool: { status: 'succeeded', hookWrote: 'reserved' },
         http: { status: 201, reused: { isClientError: true, status: 422 } },
         chaos: { ok: true, charges: 20 },
+        ...(script === 'mixed.mjs'
+          ? { crossCopy: { twoCopies: true, sameKind: true, otherKind: false } }
+          : {}),
       });
     }, 180_000);
   }

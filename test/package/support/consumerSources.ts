@@ -89,7 +89,7 @@ async function scenario(libs, { url, flavor }) {
   }
 
   // The HTTP edge and the client: an error the engine (one entry point) throws is answered
-  // by the handler (another) with its own status, so both share one copy of the errors.
+  // by the handler (another) with its own status, from the same build or from the other one.
   {
     const engine = chargeonce.createChargeEngine({ pool: url, provider });
     const handler = chargeonceHttp.createChargeHandler(engine, {
@@ -144,6 +144,36 @@ import { scenario } from './scenario.cjs';
 
 const libs = { chargeonce, chargeonceHttp, client, testing, pg, slonik };
 const report = await scenario(libs, { url: process.env.DATABASE_URL, flavor: 'esm' });
+console.log(JSON.stringify(report));
+`;
+
+/**
+ * Both builds in one process, as an ES module app with a CommonJS plugin has them: the engine
+ * from \`import\`, the HTTP edge and the testing kit (its providers' errors) from \`require\`.
+ */
+const mixed = `import { createRequire } from 'node:module';
+import pg from 'pg';
+import * as slonik from 'slonik';
+import * as chargeonce from 'chargeonce';
+import * as client from 'chargeonce/client';
+import { scenario } from './scenario.cjs';
+
+const require = createRequire(import.meta.url);
+const libs = {
+  chargeonce,
+  chargeonceHttp: require('chargeonce/http'),
+  client,
+  testing: require('chargeonce/testing'),
+  pg,
+  slonik,
+};
+const report = await scenario(libs, { url: process.env.DATABASE_URL, flavor: 'mixed' });
+const required = require('chargeonce');
+report.crossCopy = {
+  twoCopies: required.IdempotencyKeyReusedError !== chargeonce.IdempotencyKeyReusedError,
+  sameKind: new required.IdempotencyKeyReusedError() instanceof chargeonce.IdempotencyKeyReusedError,
+  otherKind: new required.IdempotencyKeyReusedError() instanceof chargeonce.InvalidRequestError,
+};
 console.log(JSON.stringify(report));
 `;
 
@@ -228,6 +258,11 @@ const stripeProvider: PaymentProvider = createStripeProvider({ stripe: new Strip
 const client = createChargeClient({ baseUrl: 'https://pay.example.com' });
 
 async function use(): Promise<void> {
+  // The pool createEnginePool makes is a pg.Pool, used as one.
+  const ownPool: EnginePool = await createEnginePool('postgres://localhost/app');
+  await ownPool.query('CREATE TABLE IF NOT EXISTS orders (id text PRIMARY KEY)');
+  const { rows } = await ownPool.query('SELECT id FROM orders WHERE id = $1', ['1']);
+  void rows[0]?.id;
   const slonikPool = await createPool('postgres://localhost/app');
   await migrate(slonikPool);
   const slonikEngine = createChargeEngine({
@@ -268,8 +303,10 @@ import Fastify from 'fastify';
 import {
   ChargeOnceError,
   createChargeEngine,
+  createEnginePool,
   migrate,
   type ChargeEngine,
+  type EnginePool,
   type ChargeOutcome,
   type HookQueryResult,
   type HookTransaction,
@@ -297,6 +334,7 @@ export const CONSUMER_FILES: Record<string, string> = {
   'scenario.cjs': scenario,
   'esm.mjs': esm,
   'cjs.cjs': cjs,
+  'mixed.mjs': mixed,
   'next-route-driver.mjs': nextRouteDriver,
   // TypeScript NodeNext: an ES module (`.ts` in a `"type": "module"` project) and a CommonJS
   // one (`.cts`), which resolve chargeonce through `import` and `require` respectively.
