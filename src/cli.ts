@@ -45,7 +45,7 @@ Options:
   --provider MODULE      sweep: module whose default export is your PaymentProvider
   --on-abandoned MODE    sweep: cancel (default) or complete
   --grace-ms MS          sweep: idle time before a key counts as abandoned (default 30000)
-  --max-attempts N       sweep: attempts before a key is parked as failed (default 5)
+  --max-attempts N       sweep: sweeps of a key before it is parked as failed (default 5)
   --retention-ms MS      reap: keep completed keys this long (default 72 h)
   --tombstone-retention-ms MS
                          reap: keep tombstones this long after completion (default 30 days,

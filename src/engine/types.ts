@@ -201,8 +201,10 @@ export type ChargeEngineOptions = {
    */
   sweepGraceMs?: number;
   /**
-   * Attempts (client retries and sweeps together) after which the sweeper parks a key at
-   * `reserved` in `failed` for a person, when the provider still cannot say whether it charged.
+   * Sweeps of a key at `reserved` after which the sweeper parks it in `failed` for a person, when
+   * the provider still cannot say whether it charged (or a hook of yours keeps failing). Only
+   * the sweeper's passes count, spaced by `sweepGraceMs`: a client's retries during an outage say
+   * nothing about whether the provider will answer later.
    * The sweeper always asks the provider first: a charge it finds is adopted whatever the count,
    * and a key at `started` (nothing charged) is released, never parked.
    * @defaultValue `5`

@@ -57,7 +57,7 @@ export async function finishMovement(
     );
     return source === 'adopted' ? 'adopted' : source === 'cancelled' ? 'cancelled' : 'resumed';
   } catch (error) {
-    return resultOfFailure(error, settings, key.attempts, park);
+    return resultOfFailure(error, settings, key, park);
   }
 }
 

@@ -236,21 +236,25 @@ async function finishKey(
         return 'resumed';
     }
   } catch (error) {
-    return resultOfFailure(error, settings, key.attempts, park);
+    return resultOfFailure(error, settings, key, park);
   }
 }
 
 /**
  * What a sweep did with a key whose phase threw: parked already, skipped for a later pass, or
- * parked now because the provider (or a hook) kept failing past `maxAttempts`.
+ * parked now because the provider (or a hook) failed at `maxAttempts` of the sweeper's passes.
+ * Only the sweeper's own passes count: a client's retries during a provider outage come as fast
+ * as its backoff allows and say nothing about whether the provider will answer later; passes
+ * spaced by the sweep's grace do.
  * @throws the error itself when it is the store's (the pass counts it as `errored`).
  */
 export async function resultOfFailure(
   error: unknown,
   settings: SweepSettings,
-  attempts: number,
+  { sweeps, attempts }: { sweeps: number; attempts: number },
   park: (reason: string) => Promise<KeyResult>,
 ): Promise<KeyResult> {
+  const tried = `after ${sweeps} sweeps (${attempts} attempts in all)`;
   // The phase parked the key with the reason.
   if (error instanceof ProviderAnswerInvalidError || error instanceof ChargeNeedsAttentionError) {
     return 'failed';
@@ -258,15 +262,15 @@ export async function resultOfFailure(
   if (error instanceof ProviderUnavailableError || error instanceof ProviderError) {
     // The provider could not say whether it charged; the phase released the lease and noted
     // why. Only now does the attempt count matter: past it, a person takes over.
-    if (attempts <= settings.maxAttempts) return 'skipped';
+    if (sweeps < settings.maxAttempts) return 'skipped';
     return park(
-      `${PROVIDER_SILENT_REASON_PREFIX} after ${attempts} attempts; last error: ${errorText(error.cause ?? error)}`,
+      `${PROVIDER_SILENT_REASON_PREFIX} ${tried}; last error: ${errorText(error.cause ?? error)}`,
     );
   }
   if (error instanceof IdempotencyKeyInUseError) return 'skipped';
   if (error instanceof ChargeOnceError) throw error;
   // A hook threw: the phase rolled back and released the lease; a later pass retries, until
   // the hook has failed past maxAttempts (then it is a person's to fix, not a loop's).
-  if (attempts <= settings.maxAttempts) return 'skipped';
-  return park(`a hook kept failing after ${attempts} attempts: ${errorText(error)}`);
+  if (sweeps < settings.maxAttempts) return 'skipped';
+  return park(`a hook kept failing ${tried}: ${errorText(error)}`);
 }

@@ -19,7 +19,10 @@ export type AbandonedKey = {
   recoveryPoint: 'started' | 'reserved';
   chargeId: string;
   lockToken: string;
+  /** Every attempt at the key, a client's and the sweeper's, this one included. */
   attempts: number;
+  /** The sweeper's own attempts at the key since it was claimed or requeued, this one included. */
+  sweeps: number;
   /** Null at `started`: no intent yet. */
   providerKey: string | null;
   /** When the charge intent was written, and how long ago; null at `started`. */
@@ -35,6 +38,7 @@ const abandonedRow = z.object({
   charge_id: z.string(),
   lock_token: z.string(),
   attempts: z.number().int(),
+  sweeps: z.number().int(),
   provider_key: z.string().nullable(),
   ...reservationColumns,
 });
@@ -68,14 +72,15 @@ export async function pickAbandonedKeys(
       SET lock_token = gen_random_uuid(),
           locked_until = ${nowPlusMs(options.leaseMs)},
           attempts = k.attempts + 1,
+          sweeps = k.sweeps + 1,
           updated_at = now()
       FROM picked p
       WHERE k.merchant_id = p.merchant_id AND k.operation = p.operation AND k.key = p.key
       RETURNING k.merchant_id, k.operation, k.key, k.request, k.recovery_point, k.charge_id,
-        k.lock_token, k.attempts
+        k.lock_token, k.attempts, k.sweeps
     )
     SELECT t.merchant_id, t.operation, t.key, t.request, t.recovery_point,
-      t.charge_id::text AS charge_id, t.lock_token::text AS lock_token, t.attempts,
+      t.charge_id::text AS charge_id, t.lock_token::text AS lock_token, t.attempts, t.sweeps,
       c.provider_key, ${reservationSelect}
     FROM taken t
     LEFT JOIN ${tables.charges} c ON c.merchant_id = t.merchant_id AND c.id = t.charge_id
@@ -89,6 +94,7 @@ export async function pickAbandonedKeys(
     chargeId: row.charge_id,
     lockToken: row.lock_token,
     attempts: row.attempts,
+    sweeps: row.sweeps,
     providerKey: row.provider_key,
     reservation: toReservation(row),
   }));

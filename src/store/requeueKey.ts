@@ -25,7 +25,7 @@ export async function requeueKey(
             SELECT 1 FROM ${tables.movements} m
             WHERE m.merchant_id = k.merchant_id AND m.id = k.charge_id
           ) THEN 'reserved' ELSE 'started' END,
-        attempts = 0, lock_token = NULL, locked_until = NULL, updated_at = now(),
+        attempts = 0, sweeps = 0, lock_token = NULL, locked_until = NULL, updated_at = now(),
         last_error = 'requeued; was parked: ' || coalesce(k.last_error, 'no reason recorded')
       WHERE k.merchant_id = ${scoped.merchantId}
         AND k.operation = ${scoped.operation}

@@ -209,6 +209,53 @@ describe('the sweeper asks the provider before it gives up', () => {
     expect(provider.ledger()).toHaveLength(1);
   });
 
+  it('an outage met by client retries parks nothing at the first sweep: only sweeps count', async () => {
+    // Before: a client's default 10 retries during a one-minute outage took the key past
+    // maxAttempts, and the first sweep during the outage parked it, charge and all.
+    const provider = createFakeProvider();
+    const healthyFind = provider.findCharge.bind(provider);
+    provider.findCharge = () => Promise.reject(new ProviderTransientError('http_503'));
+    const request = aRequest({ merchantId: 'm_tb_outage_retries' });
+    const [charged, down] = await seedAbandonedKeys(db.pool, db.tables, 2, request);
+    await provider.createCharge(
+      {
+        providerKey: charged!.providerKey,
+        merchantId: request.merchantId,
+        chargeId: charged!.chargeId,
+        customerId: request.customerId,
+        amountMinor: request.amountMinor,
+        currency: request.currency,
+      },
+      { signal: new AbortController().signal },
+    );
+    // Eleven attempts each: the first, and ten retries of a client during the outage.
+    await db.pool.query(
+      sql.unsafe`UPDATE ${db.tables.keys} SET attempts = 11 WHERE merchant_id = ${request.merchantId}`,
+    );
+    const engine = engineWith({ provider, maxAttempts: 3 });
+
+    expect(await engine.sweep()).toMatchObject({ examined: 2, skipped: 2, failed: 0 });
+    expect(await engine.sweep()).toMatchObject({ examined: 2, skipped: 2, failed: 0 });
+    // The provider is back for the charged key's third sweep; the other's stays down: parked.
+    provider.findCharge = (providerKey, options) =>
+      providerKey === charged!.providerKey
+        ? healthyFind(providerKey, options)
+        : Promise.reject(new ProviderTransientError('http_503'));
+    expect(await engine.sweep()).toMatchObject({ examined: 2, adopted: 1, failed: 1 });
+    expect((await engine.processCharge(charged!.key, request)).replayed).toBe(true);
+    const [stuck] = (await engine.listStuck()).filter((s) => s.key === down!.key);
+    expect(stuck?.reason).toMatch(/could not answer after 3 sweeps \(14 attempts in all\)/);
+
+    // A requeued key is given maxAttempts sweeps again.
+    await engine.requeue({
+      merchantId: request.merchantId,
+      key: down!.key,
+      actor: 'ops',
+      reason: 'r',
+    });
+    expect(await engine.sweep()).toMatchObject({ examined: 1, skipped: 1, failed: 0 });
+  });
+
   it('releases a key at started whatever its attempts; never parks it', async () => {
     const request = aRequest({ merchantId: 'm_tb_started' });
     const key = aKey();
