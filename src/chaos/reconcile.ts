@@ -195,9 +195,26 @@ export async function reconcile(options: ReconcileOptions): Promise<ReconcileRep
   const stored = new Map(
     charges.filter((c) => c.key !== null).map((c) => [`${c.merchantId}\u0000${c.key}`, c]),
   );
+  // A key whose stored body is gone (reaped to a tombstone) is judged by what its clients saw:
+  // every answer under one key the same bytes as the first.
+  const firstSeen = new Map<string, string>();
   for (const seen of options.observations ?? []) {
-    const local = stored.get(`${seen.merchantId}\u0000${seen.key}`);
-    if (!local || local.responseBody === null) continue; // reaped, or a rejection before a charge
+    const slot = `${seen.merchantId}\u0000${seen.key}`;
+    const local = stored.get(slot);
+    if (!local) continue; // a rejection before a charge
+    if (local.responseBody === null) {
+      const first = firstSeen.get(slot);
+      if (first === undefined) firstSeen.set(slot, seen.body);
+      else if (first !== seen.body) {
+        violations.push({
+          kind: 'replay_mismatch',
+          merchantId: seen.merchantId,
+          key: seen.key,
+          detail: `client saw ${seen.body.slice(0, 120)}; an earlier answer was ${first.slice(0, 120)}`,
+        });
+      }
+      continue;
+    }
     if (local.responseBody !== seen.body) {
       violations.push({
         kind: 'replay_mismatch',
@@ -334,7 +351,21 @@ function checkAgainstProvider(
     });
     return;
   }
-  if (local.status !== 'succeeded' && local.status !== 'declined') return; // still reserved
+  if (local.status !== 'succeeded' && local.status !== 'declined') {
+    // Still reserved: fine while its key is there to finish it (an unfinished key is judged on
+    // its own). With no key (released, or its slot claimed again for another charge), nothing
+    // will ever complete it: the provider's charge is lost to the books, and a retry that found
+    // the key gone charged again under a provider key of its own.
+    if (local.key === null) {
+      violations.push({
+        kind: 'lost_charge',
+        providerKey: local.providerKey,
+        providerChargeId: first.id,
+        detail: 'the provider charged, but the charge is still reserved and no key guards it',
+      });
+    }
+    return;
+  }
   const adopted = made.find((m) => m.id === local.providerChargeId);
   if (!adopted || adopted.status !== local.status) {
     violations.push({

@@ -45,6 +45,7 @@ export type MovementRefusal =
   | 'charge_not_capturable'
   | 'exceeds_refundable'
   | 'exceeds_authorized'
+  /** Never given: a refund or capture carries no currency of its own (its charge's is used). */
   | 'currency_mismatch'
   /** A `reserve` hook threw `ChargeRejectedError`: the response is the hook's. */
   | 'rejected';

@@ -95,6 +95,41 @@ describe('reconcile', () => {
     expect(report.violations.map((v) => v.kind)).toEqual(['lost_charge']);
   });
 
+  it('finds a charge whose key went away at reserved, and the second charge a retry made', async () => {
+    // A charge made, its answer lost, its key deleted at `reserved` (an engine that released it
+    // as it may at `started`), and the client's retry charged afresh under a new provider key:
+    // each charge has a local row, so only the first one's missing key tells.
+    const merchantId = 'm_rec_orphan';
+    const provider = createFakeProvider();
+    const request = aRequest({ merchantId });
+    const [seed] = await seedAbandonedKeys(db.pool, db.tables, 1, request);
+    const made = await provider.createCharge(
+      {
+        providerKey: seed!.providerKey,
+        merchantId,
+        chargeId: seed!.chargeId,
+        customerId: request.customerId,
+        amountMinor: request.amountMinor,
+        currency: request.currency,
+      },
+      { signal: new AbortController().signal },
+    );
+    await db.pool.query(sql.unsafe`
+      DELETE FROM ${db.tables.keys} WHERE merchant_id = ${merchantId} AND key = ${seed!.key}`);
+    const engine = createChargeEngine({ pool: db.pgPool, provider });
+    await engine.processCharge(seed!.key, request);
+    expect(provider.ledger()).toHaveLength(2);
+
+    const report = await check(provider, merchantId, { expectFinished: true });
+    expect(report.violations).toEqual([
+      expect.objectContaining({
+        kind: 'lost_charge',
+        providerKey: seed!.providerKey,
+        providerChargeId: made.id,
+      }),
+    ]);
+  });
+
   it('finds a provider charge nobody recorded', async () => {
     const provider = createFakeProvider();
     await provider.createCharge(
@@ -176,5 +211,32 @@ describe('reconcile', () => {
       observations: [{ merchantId: 'm_rec_replay', key, body: outcome.body.replace('NGN', 'USD') }],
     });
     expect(report.violations).toEqual([expect.objectContaining({ kind: 'replay_mismatch', key })]);
+  });
+
+  it('finds answers that differ under a key reaped to a tombstone, by comparing them', async () => {
+    const { provider, engine, outcomes } = await cleanRun('m_rec_reaped');
+    await db.pool.query(sql.unsafe`
+      UPDATE ${db.tables.keys} SET completed_at = now() - interval '10 days'
+      WHERE merchant_id = 'm_rec_reaped'`);
+    // Past the 72 h retention, within the 30-day tombstones: the keys stay, their bodies go.
+    expect(await engine.reap()).toBe(3);
+    const [same, differs] = outcomes;
+    const seen = (o: (typeof outcomes)[number], body = o.outcome.body) => ({
+      merchantId: 'm_rec_reaped',
+      key: o.key,
+      body,
+    });
+
+    const report = await check(provider, 'm_rec_reaped', {
+      observations: [
+        seen(same!),
+        seen(same!),
+        seen(differs!),
+        seen(differs!, `${differs!.outcome.body}\n`),
+      ],
+    });
+    expect(report.violations).toEqual([
+      expect.objectContaining({ kind: 'replay_mismatch', key: differs!.key }),
+    ]);
   });
 });
