@@ -51,10 +51,17 @@ function claimText(keys: string, charges: string, movements: string): string {
       ON CONFLICT (merchant_id, operation, key) DO NOTHING
       RETURNING charge_id
     ), seen AS (
+      -- What a refusal is told, read under the lock \`held\` takes: a plain read would see the
+      -- row as of this statement's start, before a movement that held it meanwhile committed,
+      -- and a capture refused because another took the authorization would be told its amount
+      -- exceeds it. Locked only for a claim: a replay reads and locks nothing here. (When
+      -- \`held\` updated the row first, this reads nothing, and what it would say is not used.)
       SELECT c.status, c.authorized_only, c.captured_minor, c.capture_reserved_minor,
         c.amount_minor, c.currency, c.provider_charge_id
       FROM ${charges} c
       WHERE c.merchant_id = $1::text AND c.id = $10::uuid
+        AND EXISTS (SELECT 1 FROM claimed)
+      FOR NO KEY UPDATE
     ), held AS (
       UPDATE ${charges} c
       SET refund_reserved_minor = CASE WHEN $9::text = 'refund'
