@@ -64,7 +64,7 @@ describe('a movement refused after another committed on its charge', () => {
       chargeId: auth.chargeId,
       amountMinor: 500,
     });
-    await waitFor(async () => !first);
+    await waitFor(() => Promise.resolve(!first));
     const loserKey = aKey();
     const loser = engine.processCapture(loserKey, {
       merchantId,
@@ -113,7 +113,7 @@ describe('a movement refused after another committed on its charge', () => {
       chargeId: auth.chargeId,
       amountMinor: 600,
     });
-    await waitFor(async () => completing);
+    await waitFor(() => Promise.resolve(completing));
     const refunding = engine.processRefund(aKey(), {
       merchantId,
       chargeId: auth.chargeId,
