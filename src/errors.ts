@@ -168,9 +168,10 @@ export class ChargeNeedsAttentionError extends ChargeOnceError {
 }
 
 /**
- * The key completed long ago and its stored outcome was reaped; only a tombstone is left. The
- * charge it guarded is not made again: look it up by `chargeId`, or start a new operation with a
- * new key. Not retryable.
+ * The key completed long ago and its stored outcome was reaped; only a tombstone is left. Its
+ * outcome may have been a charge, a decline or a cancellation: the charge row, by `chargeId`,
+ * says which (charges outlive the reaper). It is not attempted again: look it up, or start a new
+ * operation with a new key. Not retryable.
  */
 export class IdempotencyKeyExpiredError extends ChargeOnceError {
   /** The local charge the key guarded. */
@@ -180,7 +181,7 @@ export class IdempotencyKeyExpiredError extends ChargeOnceError {
     super(
       'idempotency_key_expired',
       410,
-      'This idempotency key completed and its stored response has expired; it is not charged again.',
+      'This idempotency key completed and its stored response has expired; it is not attempted again.',
       options,
     );
     this.chargeId = chargeId;
