@@ -27,6 +27,11 @@ export type ProviderLedgerEntry = {
   currency: string;
   /** `false`: authorized only, captured later (or never). */
   capture?: false;
+  /**
+   * The amount the provider was asked for, when its records keep it (the fake provider's do):
+   * a charge of another amount is then the provider's doing only if the ask was right.
+   */
+  requestedAmountMinor?: number;
 };
 
 /** A response a client received, to check replays against. */
@@ -288,6 +293,13 @@ function isRefusedAnswer(
   }
   if (/malformed|already recorded/.test(reason)) return true;
   const first = byProviderKey.get(local.providerKey)?.[0];
+  // Asked for another amount than the request's: the engine's doing, never excused.
+  if (
+    first?.requestedAmountMinor !== undefined &&
+    first.requestedAmountMinor !== local.amountMinor
+  ) {
+    return false;
+  }
   return (
     first !== undefined &&
     (first.amountMinor !== local.amountMinor || first.currency !== local.currency)

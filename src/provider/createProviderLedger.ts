@@ -7,6 +7,12 @@ import type { ProviderCharge } from './PaymentProvider.js';
 export type FakeServerLedgerEntry = FakeLedgerEntry & {
   /** When the charge was made, ISO 8601. */
   createdAt: string;
+  /**
+   * The amount the request asked for: `amountMinor` unless a `wrongAmount` fault charged
+   * another. A reconciler tells by it a provider that charged the wrong amount from a client
+   * that asked for one.
+   */
+  requestedAmountMinor: number;
   description?: string;
   metadata?: Record<string, string>;
 };
@@ -30,12 +36,16 @@ export type ChargeResult =
 
 /** The provider's books: every charge it made, and the idempotency keys it still remembers. */
 export type ProviderLedger = {
-  /** Charges under `providerKey`, unless a charge under it is still remembered. */
+  /**
+   * Charges `amountMinor` (the body's, unless a fault twisted it) under `providerKey`, unless a
+   * charge under it is still remembered.
+   */
   charge(
     providerKey: string,
     body: ChargeBody,
     fingerprint: string,
     declined: boolean,
+    amountMinor?: number,
   ): ChargeResult;
   /** The first charge ever made under `providerKey`, remembered or not. */
   find(providerKey: string): FakeServerLedgerEntry | undefined;
@@ -61,7 +71,7 @@ export function createProviderLedger(options: {
   const remembered = createKeyMemory<FakeServerLedgerEntry>(idempotencyWindowMs);
 
   return {
-    charge(providerKey, body, fingerprint, declined) {
+    charge(providerKey, body, fingerprint, declined, charged = body.amountMinor) {
       const at = now();
       const hit = remembered.recall(providerKey, at);
       if (hit) {
@@ -72,7 +82,8 @@ export function createProviderLedger(options: {
       const entry: FakeServerLedgerEntry = {
         id: `ch_${randomUUID().replaceAll('-', '')}`,
         status: declined ? 'declined' : 'succeeded',
-        amountMinor: body.amountMinor,
+        amountMinor: charged,
+        requestedAmountMinor: body.amountMinor,
         currency: body.currency,
         ...(declined ? { declineCode } : {}),
         providerKey,

@@ -347,9 +347,10 @@ export async function startFakeProviderServer(
 
     const result = ledger.charge(
       key,
-      twisted(draw, body),
+      body,
       canonicalJson(body),
       draw.fault === 'decline',
+      twisted(draw, body).amountMinor,
     );
     if (result.kind === 'keyReused') {
       return refuse(

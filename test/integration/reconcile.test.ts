@@ -130,6 +130,32 @@ describe('reconcile', () => {
     ]);
   });
 
+  it('excuses a key parked for a wrong amount only when the provider was asked the right one', async () => {
+    const merchantId = 'm_rec_wrong_amount';
+    const fake = createFakeProvider();
+    // Charges one more than it was asked, and says so: the engine refuses the answer and parks.
+    const engine = createChargeEngine({
+      pool: db.pgPool,
+      provider: {
+        findCharge: (key, options) => fake.findCharge(key, options),
+        createCharge: (input, options) =>
+          fake.createCharge({ ...input, amountMinor: input.amountMinor + 1 }, options),
+      },
+    });
+    const key = aKey();
+    await engine.processCharge(key, aRequest({ merchantId, amountMinor: 2000 })).catch(() => null);
+    const asked = (amount: number) =>
+      fake.ledger().map((entry) => ({ ...entry, requestedAmountMinor: amount }));
+
+    // Asked 2000, charged 2001: the provider's doing, and the engine parked it as it should.
+    const providers = await check(fake, merchantId, { providerLedger: asked(2000) });
+    expect(providers.violations).toEqual([]);
+    expect(providers.parked).toEqual([expect.objectContaining({ key })]);
+    // Asked 2001 for a request of 2000: the engine's doing.
+    const engines = await check(fake, merchantId, { providerLedger: asked(2001) });
+    expect(engines.violations).toEqual([expect.objectContaining({ kind: 'amount_mismatch' })]);
+  });
+
   it('finds a provider charge nobody recorded', async () => {
     const provider = createFakeProvider();
     await provider.createCharge(
