@@ -86,6 +86,10 @@ async function main(argv: string[]): Promise<number> {
   if (argv[0] !== undefined && ADMIN_COMMANDS.has(argv[0])) {
     return adminCommand(argv[0], argv.slice(1), processOutput(print));
   }
+  // A mistyped command first: its options would otherwise be judged by another's rules.
+  if (argv[0] !== undefined && !argv[0].startsWith('-') && !RECOVERY_COMMANDS.has(argv[0])) {
+    return unknownCommand(argv[0], argv.includes('--json'));
+  }
   const { positionals, values } = parseCommandArgs(
     argv,
     {

@@ -1,6 +1,7 @@
 import { resolvePool, type PoolInput } from '../store/resolvePool.js';
 import { HTTP_STATUS } from '../engine/chargeBody.js';
 import { REFUSED_ANSWER_REASON_PREFIX } from '../engine/checkProviderAnswer.js';
+import { checkAnswers } from './checkAnswers.js';
 import { readLedgerRows, type LocalChargeRow } from '../store/readLedgerRows.js';
 import { withStore } from '../store/storeErrors.js';
 import { DEFAULT_SCHEMA, tablesIn } from '../store/tables.js';
@@ -200,35 +201,12 @@ export async function reconcile(options: ReconcileOptions): Promise<ReconcileRep
   const stored = new Map(
     charges.filter((c) => c.key !== null).map((c) => [`${c.merchantId}\u0000${c.key}`, c]),
   );
-  // A key whose stored body is gone (reaped to a tombstone) is judged by what its clients saw:
-  // every answer under one key the same bytes as the first.
-  const firstSeen = new Map<string, string>();
-  for (const seen of options.observations ?? []) {
-    const slot = `${seen.merchantId}\u0000${seen.key}`;
-    const local = stored.get(slot);
-    if (!local) continue; // a rejection before a charge
-    if (local.responseBody === null) {
-      const first = firstSeen.get(slot);
-      if (first === undefined) firstSeen.set(slot, seen.body);
-      else if (first !== seen.body) {
-        violations.push({
-          kind: 'replay_mismatch',
-          merchantId: seen.merchantId,
-          key: seen.key,
-          detail: `client saw ${seen.body.slice(0, 120)}; an earlier answer was ${first.slice(0, 120)}`,
-        });
-      }
-      continue;
-    }
-    if (local.responseBody !== seen.body) {
-      violations.push({
-        kind: 'replay_mismatch',
-        merchantId: seen.merchantId,
-        key: seen.key,
-        detail: `client saw ${seen.body.slice(0, 120)}; stored ${local.responseBody.slice(0, 120)}`,
-      });
-    }
-  }
+  violations.push(
+    ...checkAnswers(
+      options.observations ?? [],
+      (merchantId, key) => stored.get(`${merchantId}\u0000${key}`)?.responseBody,
+    ),
+  );
 
   violations.push(...duplicateOutcomes(options.observations ?? []));
 

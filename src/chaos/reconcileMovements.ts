@@ -1,3 +1,4 @@
+import { checkAnswers } from './checkAnswers.js';
 import { REFUSED_ANSWER_REASON_PREFIX } from '../engine/checkProviderAnswer.js';
 import { MOVEMENT_HTTP_STATUS } from '../engine/movementDefinitions.js';
 import type { MovementStatus } from '../engine/movementTypes.js';
@@ -189,20 +190,14 @@ export function checkMovements(input: MovementCheckInput): {
   }
 
   const stored = new Map(
-    input.movements.flatMap((m) =>
-      m.key === null || m.responseBody === null ? [] : [[`${m.merchantId}\u0000${m.key}`, m]],
+    input.movements.flatMap((m) => (m.key === null ? [] : [[`${m.merchantId}\u0000${m.key}`, m]])),
+  );
+  violations.push(
+    ...checkAnswers(
+      input.observations,
+      (merchantId, key) => stored.get(`${merchantId}\u0000${key}`)?.responseBody,
     ),
   );
-  for (const seen of input.observations) {
-    const m = stored.get(`${seen.merchantId}\u0000${seen.key}`);
-    if (!m || m.responseBody === null || m.responseBody === seen.body) continue;
-    violations.push({
-      kind: 'replay_mismatch',
-      merchantId: seen.merchantId,
-      key: seen.key,
-      detail: `client saw ${seen.body.slice(0, 120)}; stored ${m.responseBody.slice(0, 120)}`,
-    });
-  }
 
   return { violations, parked };
 }

@@ -30,10 +30,12 @@ export function createKeyGauges(meter: Meter): KeyGauges {
   const current = async (): Promise<KeyCounts | null> => {
     if (sampler && !sampling && performance.now() - sampledAt >= sampler.everyMs) {
       sampledAt = performance.now();
-      sampling = sampler
+      const own = sampler;
+      sampling = own
         .sample()
         .then((counts) => {
-          latest = counts;
+          // A sample that ends after the gauges were stopped is not shown.
+          if (sampler === own) latest = counts;
         })
         // A failed sample keeps the last values: the store's own errors are reported elsewhere.
         .catch(() => undefined)

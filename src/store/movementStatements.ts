@@ -51,13 +51,15 @@ function claimText(keys: string, charges: string, movements: string): string {
       ON CONFLICT (merchant_id, operation, key) DO NOTHING
       RETURNING charge_id
     ), seen AS (
-      -- What a refusal is told, read under the lock \`held\` takes: a plain read would see the
-      -- row as of this statement's start, before a movement that held it meanwhile committed,
-      -- and a capture refused because another took the authorization would be told its amount
-      -- exceeds it. Locked only for a claim: a replay reads and locks nothing here. (When
-      -- \`held\` updated the row first, this reads nothing, and what it would say is not used.)
+      -- The charge, locked first: a claim waits here for a movement that holds the row (its
+      -- claim or completion committing) and reads the row as that one left it. Both the
+      -- decision (\`held\`) and the reason a refusal is told are made on this one version: an
+      -- UPDATE alone decides on the row as this statement's start saw it whenever that fails
+      -- its condition, and a read beside it could tell another reason. Locked only for a claim:
+      -- a replay locks nothing.
       SELECT c.status, c.authorized_only, c.captured_minor, c.capture_reserved_minor,
-        c.amount_minor, c.currency, c.provider_charge_id
+        c.refunded_minor, c.refund_reserved_minor, c.amount_minor, c.currency,
+        c.provider_charge_id
       FROM ${charges} c
       WHERE c.merchant_id = $1::text AND c.id = $10::uuid
         AND EXISTS (SELECT 1 FROM claimed)
@@ -69,16 +71,16 @@ function claimText(keys: string, charges: string, movements: string): string {
           capture_reserved_minor = CASE WHEN $9::text = 'capture'
             THEN coalesce($11::bigint, c.amount_minor) ELSE c.capture_reserved_minor END,
           updated_at = now()
+      FROM seen s
       WHERE c.merchant_id = $1::text AND c.id = $10::uuid
-        AND EXISTS (SELECT 1 FROM claimed)
-        AND c.status = 'succeeded'
+        AND s.status = 'succeeded'
         AND CASE WHEN $9::text = 'refund'
-          THEN c.refunded_minor + c.refund_reserved_minor + $11::bigint
-            <= CASE WHEN c.authorized_only THEN coalesce(c.captured_minor, 0)
-               ELSE c.amount_minor END
-          ELSE c.authorized_only AND c.captured_minor IS NULL
-            AND c.capture_reserved_minor IS NULL
-            AND coalesce($11::bigint, c.amount_minor) <= c.amount_minor
+          THEN s.refunded_minor + s.refund_reserved_minor + $11::bigint
+            <= CASE WHEN s.authorized_only THEN coalesce(s.captured_minor, 0)
+               ELSE s.amount_minor END
+          ELSE s.authorized_only AND s.captured_minor IS NULL
+            AND s.capture_reserved_minor IS NULL
+            AND coalesce($11::bigint, s.amount_minor) <= s.amount_minor
           END
       RETURNING c.currency, c.provider_charge_id,
         coalesce($11::bigint, c.amount_minor) AS amount_minor

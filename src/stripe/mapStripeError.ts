@@ -1,4 +1,5 @@
 import { ProviderTransientError } from '../provider/PaymentProvider.js';
+import { isErrorOfKind, nameErrorKind, recordErrorKinds } from '../errorKinds.js';
 
 /**
  * What the adapter reads from an error the Stripe SDK threw. Read by shape, not `instanceof`:
@@ -33,14 +34,22 @@ export type StripeAdapterErrorKind =
  * person; the original SDK error is the `cause`.
  */
 export class StripeAdapterError extends Error {
+  /** True for one of this class from either build of chargeonce (see `errorKinds`). */
+  static override [Symbol.hasInstance](value: unknown): boolean {
+    return isErrorOfKind(this, value);
+  }
+
   readonly kind: StripeAdapterErrorKind;
 
   constructor(kind: StripeAdapterErrorKind, message: string, options?: { cause?: unknown }) {
     super(message, { cause: options?.cause });
     this.name = 'StripeAdapterError';
     this.kind = kind;
+    recordErrorKinds(this, new.target);
   }
 }
+
+nameErrorKind(StripeAdapterError, 'StripeAdapterError');
 
 /** Whether `error` came from the Stripe SDK (any of its `Stripe…Error` classes). */
 export function isStripeError(error: unknown): error is StripeErrorLike {

@@ -167,10 +167,14 @@ describe('chargeonce command line', () => {
   it('an unknown command is said first, before any missing option', async () => {
     // No --database-url and no DATABASE_URL: the command is what is wrong.
     const plain = await cli('explode');
+    // Its options are not judged by another command's rules.
+    const withOptions = await cli('chaso', '--charges', '5');
     const json = await cli('explode', 'now', '--json');
 
     expect(plain).toMatchObject({ code: 2, stdout: '' });
     expect(plain.stderr).toMatch(/^Unknown command: explode\n\nUsage:/);
+    expect(withOptions).toMatchObject({ code: 2, stdout: '' });
+    expect(withOptions.stderr).toMatch(/^Unknown command: chaso\n/);
     expect(JSON.parse(json.stderr)).toEqual({
       error: { code: 'usage', message: 'unknown command explode', help: 'chargeonce --help' },
     });

@@ -87,6 +87,77 @@ describe('a movement refused after another committed on its charge', () => {
     expect(again.body).toBe(refused.body);
   });
 
+  it('a capture asked while another that failed at the provider completes gets the authorization back', async () => {
+    const gate = aGate();
+    let completing = false;
+    const provider = createFakeProvider();
+    const engine = createChargeEngine({
+      pool: db.pgPool,
+      provider,
+      hooks: {
+        capture: {
+          // The failed capture's completion holds the charge's row until its hook lets go.
+          complete: async () => {
+            if (completing) return;
+            completing = true;
+            await gate.opened;
+          },
+        },
+      },
+    });
+    const merchantId = 'm_refusal_capture_given_back';
+    const auth = await engine.processCharge(
+      aKey(),
+      aRequest({ merchantId, amountMinor: 1000, capture: false }),
+    );
+    provider.failNextCapture('failCapture');
+    const failing = engine.processCapture(aKey(), {
+      merchantId,
+      chargeId: auth.chargeId,
+      amountMinor: 500,
+    });
+    await waitFor(() => Promise.resolve(completing));
+    const next = engine.processCapture(aKey(), {
+      merchantId,
+      chargeId: auth.chargeId,
+      amountMinor: 500,
+    });
+    await waitFor(someoneWaitsOnALock);
+    gate.open();
+
+    expect((await failing).status).toBe('failed');
+    // Judged on the row as the failed capture left it: nothing held, nothing captured.
+    expect((await next).status).toBe('succeeded');
+  });
+
+  it('a refund asked while its charge completes is judged on the completed charge', async () => {
+    const gate = aGate();
+    let completing = false;
+    const engine = createChargeEngine({
+      pool: db.pgPool,
+      provider: createFakeProvider(),
+      hooks: {
+        // The charge's completion holds its row until the hook lets go.
+        complete: async () => {
+          completing = true;
+          await gate.opened;
+        },
+      },
+    });
+    const merchantId = 'm_refusal_refund_vs_charge';
+    const key = aKey();
+    const charging = engine.processCharge(key, aRequest({ merchantId, amountMinor: 1000 }));
+    await waitFor(() => Promise.resolve(completing));
+    const chargeId = await db.pool.oneFirst(sql.type(z.object({ charge_id: z.string() }))`
+      SELECT charge_id::text FROM ${db.tables.keys} WHERE merchant_id = ${merchantId} AND key = ${key}`);
+    const refunding = engine.processRefund(aKey(), { merchantId, chargeId, amountMinor: 100 });
+    await waitFor(someoneWaitsOnALock);
+    gate.open();
+
+    expect((await charging).status).toBe('succeeded');
+    expect((await refunding).status).toBe('succeeded');
+  });
+
   it('a refund asked while a capture commits is told exceeds_refundable once it is captured', async () => {
     const gate = aGate();
     let completing = false;

@@ -8,6 +8,7 @@ import {
 } from '../../src/index.js';
 import { KeyNotResolvableError } from '../../src/admin/KeyNotResolvableError.js';
 import { HttpEdgeError } from '../../src/http/HttpEdgeError.js';
+import { StripeAdapterError } from '../../src/stripe/mapStripeError.js';
 
 /**
  * Another copy of chargeonce's classes in this process, as the CommonJS build is beside the ES
@@ -18,7 +19,8 @@ async function anotherCopy() {
   const index = await import('../../src/index.js');
   const admin = await import('../../src/admin/KeyNotResolvableError.js');
   const http = await import('../../src/http/HttpEdgeError.js');
-  return { ...index, ...admin, ...http };
+  const stripe = await import('../../src/stripe/mapStripeError.js');
+  return { ...index, ...admin, ...http, ...stripe };
 }
 
 describe('instanceof across copies of chargeonce', () => {
@@ -43,6 +45,9 @@ describe('instanceof across copies of chargeonce', () => {
       false,
     );
 
+    expect(
+      new other.StripeAdapterError('lookup_incomplete', 'x') instanceof StripeAdapterError,
+    ).toBe(true);
     const transient = new other.ProviderTransientError('timeout');
     expect(transient instanceof ProviderTransientError).toBe(true);
     expect(transient instanceof ChargeOnceError).toBe(false);
