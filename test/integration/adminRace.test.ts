@@ -11,7 +11,7 @@ import {
 import { createFakeProvider } from '../../src/testing/index.js';
 import { failKey } from '../../src/store/failKey.js';
 import { createTestDatabase, type TestDatabase } from '../support/testDatabase.js';
-import { aGate, aRequest, seedAbandonedKeys, waitFor } from '../support/charges.js';
+import { aGate, aRequest, seedAbandonedKeys, waitFor, waitingOnLocks } from '../support/charges.js';
 
 // A database of its own: the sweeps here take every abandoned key they find.
 let db: TestDatabase;
@@ -74,13 +74,6 @@ async function tablesOf(merchantId: string) {
   return new Map(rows.map((row) => [row.key, row]));
 }
 
-/** How many backends of this database wait on a lock right now. */
-async function waitingOnLocks(): Promise<number> {
-  return db.pool.oneFirst(sql.type(z.object({ n: z.number() }))`
-    SELECT count(*)::int4 AS n FROM pg_stat_activity
-    WHERE datname = current_database() AND wait_event_type = 'Lock'`);
-}
-
 describe('resolve races', () => {
   it('a second resolve, a requeue and a sweeper wait on the first resolve, then find the key completed', async () => {
     const merchantId = 'm_race_held';
@@ -120,7 +113,7 @@ describe('resolve races', () => {
         .catch((error: unknown) => error);
       const requeued = others.requeue({ merchantId, key, ...person });
       // Both are queued on the row lock before the first commits.
-      await waitFor(async () => (await waitingOnLocks()) >= 2);
+      await waitFor(async () => (await waitingOnLocks(db.pool)) >= 2);
       const swept = await others.sweep();
       gate.open();
 

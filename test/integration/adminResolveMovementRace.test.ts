@@ -10,7 +10,7 @@ import {
 import { createFakeProvider } from '../../src/testing/index.js';
 import { withWrongMovementAnswers } from '../support/wrongMovementAnswers.js';
 import { createTestDatabase, type TestDatabase } from '../support/testDatabase.js';
-import { aKey, aRequest, waitFor } from '../support/charges.js';
+import { aKey, aRequest, waitFor, waitingOnLocks } from '../support/charges.js';
 
 // A database of its own: the sweeps here take every abandoned key they find.
 let db: TestDatabase;
@@ -80,13 +80,6 @@ async function keysOf(merchantId: string) {
   return new Map(rows.map((row) => [row.key, row]));
 }
 
-/** How many backends of this database wait on a lock right now. */
-async function waitingOnLocks(): Promise<number> {
-  return db.pool.oneFirst(sql.type(z.object({ n: z.number() }))`
-    SELECT count(*)::int4 AS n FROM pg_stat_activity
-    WHERE datname = current_database() AND wait_event_type = 'Lock'`);
-}
-
 /** A resolve refused because another action won: false; anything else is a failure. */
 function refused(error: unknown): false {
   if (error instanceof KeyNotResolvableError) return false;
@@ -123,7 +116,7 @@ describe('resolve races on refund keys', () => {
         .then((result) => result.outcome.status, refused);
     const first = resolve('succeeded');
     const second = resolve('cancelled');
-    await waitFor(async () => (await waitingOnLocks()) >= 2);
+    await waitFor(async () => (await waitingOnLocks(db.pool)) >= 2);
     release();
     await holder;
 

@@ -4,7 +4,7 @@ import { sql } from 'slonik';
 import { createChargeEngine } from '../../src/index.js';
 import { createFakeProvider, reconcile, type FakeProvider } from '../../src/testing/index.js';
 import { createTestDatabase, type TestDatabase } from '../support/testDatabase.js';
-import { aKey, aRequest, seedAbandonedKeys } from '../support/charges.js';
+import { aKey, aRequest, chargeAtProvider, seedAbandonedKeys } from '../support/charges.js';
 
 let db: TestDatabase;
 beforeAll(async () => {
@@ -103,17 +103,7 @@ describe('reconcile', () => {
     const provider = createFakeProvider();
     const request = aRequest({ merchantId });
     const [seed] = await seedAbandonedKeys(db.pool, db.tables, 1, request);
-    const made = await provider.createCharge(
-      {
-        providerKey: seed!.providerKey,
-        merchantId,
-        chargeId: seed!.chargeId,
-        customerId: request.customerId,
-        amountMinor: request.amountMinor,
-        currency: request.currency,
-      },
-      { signal: new AbortController().signal },
-    );
+    const made = await chargeAtProvider(provider, seed!, request);
     await db.pool.query(sql.unsafe`
       DELETE FROM ${db.tables.keys} WHERE merchant_id = ${merchantId} AND key = ${seed!.key}`);
     const engine = createChargeEngine({ pool: db.pgPool, provider });

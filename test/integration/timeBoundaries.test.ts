@@ -19,6 +19,7 @@ import { aManualClock } from '../support/manualClock.js';
 import {
   aKey,
   aRequest,
+  chargeAtProvider,
   expireLease,
   readCharges,
   readKey,
@@ -188,17 +189,7 @@ describe('the sweeper asks the provider before it gives up', () => {
     const provider = createFakeProvider();
     const request = aRequest({ merchantId: 'm_tb_adopt_late' });
     const [seed] = await seedAbandonedKeys(db.pool, db.tables, 1, request);
-    await provider.createCharge(
-      {
-        providerKey: seed!.providerKey,
-        merchantId: request.merchantId,
-        chargeId: seed!.chargeId,
-        customerId: request.customerId,
-        amountMinor: request.amountMinor,
-        currency: request.currency,
-      },
-      { signal: new AbortController().signal },
-    );
+    await chargeAtProvider(provider, seed!, request);
     await db.pool.query(
       sql.unsafe`UPDATE ${db.tables.keys} SET attempts = 50 WHERE key = ${seed!.key}`,
     );
@@ -217,17 +208,7 @@ describe('the sweeper asks the provider before it gives up', () => {
     provider.findCharge = () => Promise.reject(new ProviderTransientError('http_503'));
     const request = aRequest({ merchantId: 'm_tb_outage_retries' });
     const [charged, down] = await seedAbandonedKeys(db.pool, db.tables, 2, request);
-    await provider.createCharge(
-      {
-        providerKey: charged!.providerKey,
-        merchantId: request.merchantId,
-        chargeId: charged!.chargeId,
-        customerId: request.customerId,
-        amountMinor: request.amountMinor,
-        currency: request.currency,
-      },
-      { signal: new AbortController().signal },
-    );
+    await chargeAtProvider(provider, charged!, request);
     // Eleven attempts each: the first, and ten retries of a client during the outage.
     await db.pool.query(
       sql.unsafe`UPDATE ${db.tables.keys} SET attempts = 11 WHERE merchant_id = ${request.merchantId}`,
@@ -275,17 +256,7 @@ describe('the sweeper asks the provider before it gives up', () => {
     const [seed] = await seedAbandonedKeys(db.pool, db.tables, 1, request);
     const engine = engineWith({ provider, maxAttempts: 1 });
     // The charge went through; the answer was lost and the provider is down since.
-    await provider.createCharge(
-      {
-        providerKey: seed!.providerKey,
-        merchantId: request.merchantId,
-        chargeId: seed!.chargeId,
-        customerId: request.customerId,
-        amountMinor: request.amountMinor,
-        currency: request.currency,
-      },
-      { signal: new AbortController().signal },
-    );
+    await chargeAtProvider(provider, seed!, request);
 
     expect(await engine.sweep()).toMatchObject({ failed: 1 });
     const [stuck] = (await engine.listStuck()).filter((s) => s.key === seed!.key);

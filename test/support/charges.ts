@@ -114,6 +114,35 @@ export async function waitFor(check: () => Promise<boolean>, timeoutMs = 5_000):
   }
 }
 
+/**
+ * The charge a seeded key's attempt made at the provider before its answer was lost: under the
+ * key's provider key, for the request's amount.
+ */
+export function chargeAtProvider(
+  provider: Pick<FakeProvider, 'createCharge'>,
+  seed: { providerKey: string; chargeId: string },
+  request: ChargeRequest,
+) {
+  return provider.createCharge(
+    {
+      providerKey: seed.providerKey,
+      merchantId: request.merchantId,
+      chargeId: seed.chargeId,
+      customerId: request.customerId,
+      amountMinor: request.amountMinor,
+      currency: request.currency,
+    },
+    { signal: new AbortController().signal },
+  );
+}
+
+/** How many backends of the pool's database wait on a lock right now. */
+export async function waitingOnLocks(pool: DatabasePool): Promise<number> {
+  return pool.oneFirst(sql.type(z.object({ n: z.number() }))`
+    SELECT count(*)::int4 AS n FROM pg_stat_activity
+    WHERE datname = current_database() AND wait_event_type = 'Lock'`);
+}
+
 /** A gate a fake provider call can wait on, opened by the test. */
 export function aGate(): { wait: () => Promise<void>; open: () => void } {
   let open!: () => void;
