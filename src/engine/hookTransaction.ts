@@ -23,7 +23,8 @@ export type HookStatement =
   | { sql: string; values?: readonly unknown[] }
   | { text: string; values?: readonly unknown[] }
   | { sql: string; bindings: readonly unknown[] }
-  | { sql: string; params: readonly unknown[] };
+  | { sql: string; params: readonly unknown[] }
+  | { sql: string; parameters: readonly unknown[] };
 
 /**
  * The phase transaction a hook runs in, driver-neutral: whatever SQL library you use, send its
@@ -36,10 +37,10 @@ export type HookTransaction = {
 };
 
 /** Where the values of a statement object may be, by library (see {@link HookStatement}). */
-const VALUE_FIELDS = ['values', 'bindings', 'params'] as const;
+const VALUE_FIELDS = ['values', 'bindings', 'params', 'parameters'] as const;
 
 const SHAPES =
-  'SQL text and an array of values, or an object with `sql` or `text` and its values in `values`, `bindings` or `params`';
+  'SQL text and an array of values, or an object with `sql` or `text` and its values in `values`, `bindings`, `params` or `parameters`';
 
 function refuse(what: string): never {
   throw new InvalidConfigurationError(`A hook query takes ${SHAPES}: ${what}`, {
@@ -82,8 +83,10 @@ function toToken(statement: unknown, values: unknown) {
   if (typeof (statement as { toNative?: unknown }).toNative === 'function') {
     refuse("this is Knex's `toSQL()`, whose placeholders are `?`: pass `toSQL().toNative()`");
   }
+  // `text` first: an object with both (sql-template-strings') has PostgreSQL's `$1` placeholders
+  // in `text`, MySQL's `?` in `sql`.
   const text =
-    'sql' in statement ? statement.sql : 'text' in statement ? statement.text : undefined;
+    'text' in statement ? statement.text : 'sql' in statement ? statement.sql : undefined;
   if (typeof text !== 'string') {
     refuse(
       'sql' in statement || 'text' in statement

@@ -19,9 +19,11 @@ const RETRYABLE_SQLSTATES = new Set(['40001', '40P01']);
 /**
  * SQLSTATE classes and codes that mean the database is out of reach for now: connection
  * exceptions, shutdowns, too many connections, statement timeout, a read-only server after a
- * failover (25006), a lock not available in time (55P03), and system errors (58).
+ * failover (25006), a lock not available in time (55P03), and system errors (58). Not 08P01,
+ * protocol violation: PostgreSQL answers it to a statement sent with the wrong number of values
+ * (a hook's mistake), which no retry mends.
  */
-const UNAVAILABLE_SQLSTATE = /^(08|57P0[1-3]|53300|57014|25006|55P03|58)/;
+const UNAVAILABLE_SQLSTATE = /^(08(?!P01)|57P0[1-3]|53300|57014|25006|55P03|58)/;
 
 /** Socket-level failures from the driver. */
 const UNAVAILABLE_ERRNO = new Set([

@@ -242,6 +242,31 @@ describe('hooks are checked when the engine is made', () => {
 });
 
 describe('a hook query takes the statements query builders make', () => {
+  it("runs Kysely's compiled query (values in `parameters`) and sql-template-strings' (`text` beside a `?` `sql`)", async () => {
+    const sums: unknown[] = [];
+    const engine = createChargeEngine({
+      pool: db.pgPool,
+      provider: createFakeProvider(),
+      hooks: {
+        reserve: async (tx) => {
+          // What sql`select ${41}::int + 1 as n`.compile(kysely) gives.
+          const kysely = { sql: 'select $1::int + 1 as n', parameters: [41], query: {} };
+          sums.push((await tx.query(kysely)).rows[0]?.n);
+          // What SQL`select ${41}::int + 2 as n` of sql-template-strings gives (getters both).
+          const templated = {
+            text: 'select $1::int + 2 as n',
+            sql: 'select ?::int + 2 as n',
+            values: [41],
+          };
+          sums.push((await tx.query(templated)).rows[0]?.n);
+        },
+      },
+    });
+
+    await engine.processCharge(aKey(), aRequest());
+    expect(sums).toEqual([42, 43]);
+  });
+
   it("runs Knex's toSQL().toNative() and Drizzle's toSQL() with their values, in the phase", async () => {
     const returned: unknown[] = [];
     const engine = createChargeEngine({
@@ -349,5 +374,20 @@ describe('a hook query takes the statements query builders make', () => {
     await expect(engine.processCharge(aKey(), aRequest())).rejects.toBeInstanceOf(
       InvalidConfigurationError,
     );
+  });
+});
+
+describe('a hook statement PostgreSQL refuses', () => {
+  it('sent with fewer values than it has placeholders: the hook’s error, not an outage to retry', async () => {
+    const engine = createChargeEngine({
+      pool: db.pgPool,
+      provider: createFakeProvider(),
+      hooks: { reserve: async (tx) => void (await tx.query('SELECT $1::int')) },
+    });
+    const key = aKey();
+    const error = await engine.processCharge(key, aRequest()).catch((e: unknown) => e);
+
+    expect(error).not.toBeInstanceOf(StoreUnavailableError);
+    expect(String(error)).toMatch(/bind message supplies 0 parameters/);
   });
 });

@@ -40,6 +40,12 @@ describe('store error classification', () => {
   });
 
   it('leaves other errors alone', () => {
+    // A statement sent with the wrong number of values: a mistake, not an outage.
+    const protocol = withCode(
+      '08P01',
+      'bind message supplies 0 parameters, but prepared statement "" requires 1',
+    );
+    expect(toStoreError(protocol)).toBe(protocol);
     const unique = withCode('23505', 'duplicate key');
     expect(toStoreError(unique)).toBe(unique);
     expect(isRetryableStoreError(unique)).toBe(false);
