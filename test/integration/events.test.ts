@@ -38,6 +38,15 @@ function recording(options: Partial<ChargeEngineOptions> = {}) {
   return { engine, provider, events, ofType };
 }
 
+/** A charge that succeeds, and its retry that replays it: what a broken listener must not stop. */
+async function chargesAndReplays(engine: ReturnType<typeof createChargeEngine>): Promise<void> {
+  const key = aKey();
+  await expect(engine.processCharge(key, aRequest())).resolves.toMatchObject({
+    status: 'succeeded',
+  });
+  await expect(engine.processCharge(key, aRequest())).resolves.toMatchObject({ replayed: true });
+}
+
 describe('events', () => {
   it('a fresh charge is claimed from new; its retry is a replay; a different request is reused', async () => {
     const { engine, events, ofType } = recording();
@@ -204,13 +213,7 @@ describe('events', () => {
           error: () => {},
         },
       });
-      const key = aKey();
-      await expect(engine.processCharge(key, aRequest())).resolves.toMatchObject({
-        status: 'succeeded',
-      });
-      await expect(engine.processCharge(key, aRequest())).resolves.toMatchObject({
-        replayed: true,
-      });
+      await chargesAndReplays(engine);
     } finally {
       console.error = silenced;
     }
@@ -239,13 +242,7 @@ describe('events', () => {
           error: () => {},
         },
       });
-      const key = aKey();
-      await expect(engine.processCharge(key, aRequest())).resolves.toMatchObject({
-        status: 'succeeded',
-      });
-      await expect(engine.processCharge(key, aRequest())).resolves.toMatchObject({
-        replayed: true,
-      });
+      await chargesAndReplays(engine);
       // An unhandled rejection is reported after the microtask queue drains.
       await new Promise((resolve) => setTimeout(resolve, 20));
       expect(unhandled).toEqual([]);
