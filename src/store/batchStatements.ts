@@ -13,6 +13,27 @@ import type { Tables } from './tables.js';
 export type BatchStatements = { claim: PreparedStatement; complete: PreparedStatement };
 
 /**
+ * How long a batch waits on a row lock before it gives up and goes again one call at a time:
+ * a key held uncommitted by another transaction (a claim inside another process's `reserve`
+ * hook, a sweeper's takeover) must hold up only its own call, not the batch's other keys until
+ * that transaction ends or the statement times out. Batches of different processes claiming
+ * one key wait for each other's commit, a few milliseconds; this is well past that. A shorter
+ * `lock_timeout` of the session's is kept.
+ */
+export const BATCH_LOCK_WAIT_MS = 100;
+
+/**
+ * The first CTE of a batch statement: sets `lock_timeout` for its own transaction only (the
+ * statement's, implicit: `is_local`), once, before any row of `input` is read, so before any
+ * insert or update can wait. A separate, materialized CTE, so it is set once, not per row.
+ */
+const LOCK_WAIT_CUT = `lock_wait AS MATERIALIZED (
+      SELECT set_config('lock_timeout', (extract(epoch FROM least(
+        nullif(current_setting('lock_timeout')::interval, interval '0'),
+        interval '${BATCH_LOCK_WAIT_MS} milliseconds')) * 1000)::int8::text, true)
+    ),`;
+
+/**
  * The claim of `hotStatements`, for many keys at once: one row of each array per claim. Each
  * key's outcome is its own: an existing key is read, a missing one inserted (ON CONFLICT DO
  * NOTHING, so a key a racing claim took is skipped, not an error), and its intent written when
@@ -24,8 +45,8 @@ export type BatchStatements = { claim: PreparedStatement; complete: PreparedStat
  */
 function claimText(keys: string, charges: string): string {
   return `
-    WITH input AS (
-      SELECT * FROM unnest($1::text[], $2::text[], $3::text[], $4::text[], $5::text[],
+    WITH ${LOCK_WAIT_CUT} input AS (
+      SELECT i.* FROM lock_wait, unnest($1::text[], $2::text[], $3::text[], $4::text[], $5::text[],
         $6::boolean[], $7::uuid[], $8::uuid[], $9::float8[], $10::text[], $11::bigint[],
         $12::text[], $13::text[], $14::jsonb[], $15::text[], $16::boolean[])
         WITH ORDINALITY AS i(merchant_id, operation, key, request_hash, request, reserve,
@@ -103,8 +124,8 @@ function claimText(keys: string, charges: string): string {
  */
 function completeText(keys: string, charges: string, schema: string): string {
   return `
-    WITH input AS (
-      SELECT * FROM unnest($1::text[], $2::text[], $3::text[], $4::uuid[], $5::text[],
+    WITH ${LOCK_WAIT_CUT} input AS (
+      SELECT i.* FROM lock_wait, unnest($1::text[], $2::text[], $3::text[], $4::uuid[], $5::text[],
         $6::text[], $7::text[], $8::int4[], $9::text[])
         WITH ORDINALITY AS i(merchant_id, operation, key, lock_token, charge_status,
           provider_charge_id, decline_code, response_status, response_body, n)

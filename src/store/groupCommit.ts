@@ -15,7 +15,7 @@ import {
 import { createBatcher, createSharedLoad } from './createBatcher.js';
 import type { PgPoolLike } from './pgPoolLike.js';
 import { queryPrepared } from './hotQuery.js';
-import { isStoreUnavailable } from './storeErrors.js';
+import { isOutOfReach } from './storeErrors.js';
 import type { Tables } from './tables.js';
 
 /**
@@ -120,7 +120,7 @@ export function createGroupCommit(pool: PgPoolLike, tables: Tables): GroupCommit
       maxSize: MAX_BATCH,
       maxInFlight: claims.limit,
       load: load.at(() => (claims.reading() ? connections : WRITING_LIGHT_LOAD)),
-      failsEveryInput: isStoreUnavailable,
+      failsEveryInput: isOutOfReach,
     }),
     complete: createBatcher<CompletionInput, boolean>({
       one: (input) => completeKeyPrepared(pool, tables, input),
@@ -138,7 +138,7 @@ export function createGroupCommit(pool: PgPoolLike, tables: Tables): GroupCommit
       maxSize: MAX_BATCH,
       maxInFlight: WRITING_IN_FLIGHT,
       load: load.at(() => WRITING_LIGHT_LOAD),
-      failsEveryInput: isStoreUnavailable,
+      failsEveryInput: isOutOfReach,
     }),
   };
 }

@@ -126,6 +126,32 @@ export function isStoreUnavailable(error: unknown): boolean {
 }
 
 /**
+ * SQLSTATEs of a statement cut short while it waited: canceled (57014, a statement timeout among
+ * others) or a lock not granted in time (55P03). Unavailable for the call that met them, but they
+ * depend on what the statement waited for, so a batch that met one is worth sending again call by
+ * call (see `isOutOfReach`).
+ */
+const WAIT_CUT_SHORT_SQLSTATES = new Set(['57014', '55P03']);
+
+function isWaitCutShort(error: unknown): boolean {
+  for (let e: unknown = error, depth = 0; e !== undefined && depth < 5; e = causeOf(e), depth++) {
+    if (e instanceof StatementTimeoutError) return true;
+    const code = codeOf(e);
+    if (code !== undefined && WAIT_CUT_SHORT_SQLSTATES.has(code)) return true;
+  }
+  return false;
+}
+
+/**
+ * True when the database itself is out of reach (refused, dropped, shutting down, full): every
+ * statement sent now would meet the same. Not a statement that waited too long: that depends on
+ * which rows it touched, and sent alone the others would not wait.
+ */
+export function isOutOfReach(error: unknown): boolean {
+  return isStoreUnavailable(error) && !isWaitCutShort(error);
+}
+
+/**
  * Maps a failure from the store to the error chargeonce throws; its own errors pass through.
  * chargeonce's tables missing (SQLSTATE 3F000, 42P01) is
  * `SchemaNotMigratedError`.

@@ -4,7 +4,12 @@ import {
   SchemaNotMigratedError,
   StoreUnavailableError,
 } from '../../src/errors.js';
-import { isRetryableStoreError, toStoreError, withStore } from '../../src/store/storeErrors.js';
+import {
+  isOutOfReach,
+  isRetryableStoreError,
+  toStoreError,
+  withStore,
+} from '../../src/store/storeErrors.js';
 
 const withCode = (code: string, message = 'driver error') =>
   Object.assign(new Error(message), { code });
@@ -33,6 +38,16 @@ describe('store error classification', () => {
     expect(isRetryableStoreError(withCode(code))).toBe(true);
     expect(toStoreError(withCode(code))).toBeInstanceOf(StoreUnavailableError);
   });
+
+  it.each(['08006', '57P01', '53300', 'ECONNREFUSED'])(
+    '%s is out of reach: a batch that met it fails every call in it',
+    (code) => expect(isOutOfReach(new Error('batch', { cause: withCode(code) }))).toBe(true),
+  );
+
+  it.each(['57014', '55P03', '40P01', '23505'])(
+    '%s is not out of reach: a batch that met it goes again call by call',
+    (code) => expect(isOutOfReach(new Error('batch', { cause: withCode(code) }))).toBe(false),
+  );
 
   it('finds the code on a wrapped cause', () => {
     const wrapped = new Error('query failed', { cause: withCode('57P01') });

@@ -1,0 +1,191 @@
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import {
+  createChargeEngine,
+  createEnginePool,
+  StoreUnavailableError,
+  type ChargeOutcome,
+  type PgPoolLike,
+} from '../../src/index.js';
+import { createFakeProvider } from '../../src/testing/index.js';
+import { randomUUID } from 'node:crypto';
+import pg from 'pg';
+import { BATCH_LOCK_WAIT_MS, batchStatements } from '../../src/store/batchStatements.js';
+import { createTestDatabase, type TestDatabase } from '../support/testDatabase.js';
+import { aGate, aKey, aRequest, waitFor, waitingOnLocks } from '../support/charges.js';
+
+// Group commit must not tie unrelated keys to one key's wait: a key another process holds
+// uncommitted (its claim inside a `reserve` hook) waits alone, and its timeout fails it alone.
+
+let db: TestDatabase;
+beforeAll(async () => {
+  db = await createTestDatabase();
+});
+afterAll(async () => {
+  await db.drop();
+});
+
+/**
+ * Another process's engine whose `reserve` hook holds its claim of a key uncommitted until the
+ * gate opens: the key's row is inserted but not committed, so a claim of it anywhere waits.
+ */
+async function holdKeyUncommitted(merchantId: string, key: string) {
+  const gate = aGate();
+  let holding = false;
+  const holder = createChargeEngine({
+    pool: db.pgPool,
+    provider: createFakeProvider(),
+    hooks: {
+      reserve: async () => {
+        holding = true;
+        await gate.wait();
+      },
+    },
+  });
+  const held = holder.processCharge(key, aRequest({ merchantId }));
+  await waitFor(() => Promise.resolve(holding));
+  return { held, release: gate.open };
+}
+
+/** Whether `promise` settles before `check` stops (a short poll, not a timing assertion). */
+async function settlesWhile<T>(promise: Promise<T>): Promise<boolean> {
+  let settled = false;
+  void promise.then(
+    () => (settled = true),
+    () => (settled = true),
+  );
+  await waitFor(() => Promise.resolve(settled), 10_000).catch(() => undefined);
+  return settled;
+}
+
+/**
+ * One call alone (the load is light), then the held key among `others` fresh keys: they go out
+ * together, in one batch claim.
+ */
+function aBatchWith(
+  engine: ReturnType<typeof createChargeEngine>,
+  merchantId: string,
+  heldKey: string,
+  others: number,
+) {
+  const first = engine.processCharge(aKey(), aRequest({ merchantId }));
+  const onHeld = engine.processCharge(heldKey, aRequest({ merchantId }));
+  const rest = Array.from({ length: others }, () =>
+    engine.processCharge(aKey(), aRequest({ merchantId })),
+  );
+  return { onHeld, unrelated: Promise.all([first, ...rest]) };
+}
+
+const allSucceeded = (outcomes: ChargeOutcome[]) =>
+  outcomes.every((o) => o.status === 'succeeded' && !o.replayed);
+
+describe('group commit beside a key held by another transaction', () => {
+  it("the batch's unrelated keys are charged while the held key still waits", async () => {
+    const merchantId = 'm_batch_lock_wait';
+    const heldKey = aKey();
+    const { held, release } = await holdKeyUncommitted(merchantId, heldKey);
+    const engine = createChargeEngine({ pool: db.pgPool, provider: createFakeProvider() });
+    await engine.processCharge(aKey(), aRequest({ merchantId: 'm_warm' }));
+
+    const { onHeld, unrelated } = aBatchWith(engine, merchantId, heldKey, 10);
+    let heldSettled = false;
+    void onHeld.finally(() => (heldSettled = true)).catch(() => undefined);
+    try {
+      await waitFor(async () => (await waitingOnLocks(db.pool)) > 0);
+      // With the gate still shut: before, the whole batch waited for the hook.
+      expect(await settlesWhile(unrelated)).toBe(true);
+      expect(allSucceeded(await unrelated)).toBe(true);
+      expect(heldSettled).toBe(false);
+      expect(await waitingOnLocks(db.pool)).toBe(1);
+    } finally {
+      release();
+    }
+    const [holderOutcome, retried] = await Promise.all([held, onHeld]);
+    expect(holderOutcome.status).toBe('succeeded');
+    // The held key's claim found the other process's key: its outcome, not a second charge.
+    expect(retried.chargeId).toBe(holderOutcome.chargeId);
+    expect(retried.replayed).toBe(true);
+  });
+
+  it('a statement timeout on the held key fails that call alone, with 503', async () => {
+    const merchantId = 'm_batch_lock_timeout';
+    const heldKey = aKey();
+    const { held, release } = await holdKeyUncommitted(merchantId, heldKey);
+    const pool: PgPoolLike = await createEnginePool(withStatementTimeout(db.url, 1_500), {
+      maximumPoolSize: 10,
+    });
+    try {
+      const engine = createChargeEngine({ pool, provider: createFakeProvider() });
+      await engine.processCharge(aKey(), aRequest({ merchantId: 'm_warm' }));
+
+      const { onHeld, unrelated } = aBatchWith(engine, merchantId, heldKey, 10);
+      const [others, own] = await Promise.allSettled([unrelated, onHeld]);
+
+      expect(others.status).toBe('fulfilled');
+      expect(allSucceeded((others as PromiseFulfilledResult<ChargeOutcome[]>).value)).toBe(true);
+      expect(own.status).toBe('rejected');
+      expect((own as PromiseRejectedResult).reason).toBeInstanceOf(StoreUnavailableError);
+    } finally {
+      release();
+      await held;
+      await pool.end();
+    }
+  });
+});
+
+describe("a batch statement's lock timeout", () => {
+  /** The batch completion of one key that does not exist (nothing written), on `client`. */
+  const completeNothing = (client: pg.Client) =>
+    client.query({
+      text: batchStatements(db.tables).complete.text,
+      values: [
+        ['m'],
+        ['charge'],
+        [aKey()],
+        [randomUUID()],
+        ['succeeded'],
+        ['ch'],
+        [null],
+        [200],
+        ['{}'],
+      ],
+    });
+  const lockTimeout = async (client: pg.Client) =>
+    (await client.query<{ lock_timeout: string }>('SHOW lock_timeout')).rows[0]?.lock_timeout;
+
+  it('holds for its own transaction only, and keeps a shorter one of the session', async () => {
+    const client = new pg.Client({ connectionString: db.url });
+    await client.connect();
+    try {
+      await client.query('BEGIN');
+      await completeNothing(client);
+      expect(await lockTimeout(client)).toBe(`${BATCH_LOCK_WAIT_MS}ms`);
+      await client.query('COMMIT');
+      expect(await lockTimeout(client)).toBe('0');
+
+      // Alone, as the batcher sends it: its implicit transaction ends with it.
+      await completeNothing(client);
+      expect(await lockTimeout(client)).toBe('0');
+
+      await client.query("SET lock_timeout = '20ms'");
+      await client.query('BEGIN');
+      await completeNothing(client);
+      expect(await lockTimeout(client)).toBe('20ms');
+      await client.query('ROLLBACK');
+      await client.query("SET lock_timeout = '5s'");
+      await client.query('BEGIN');
+      await completeNothing(client);
+      expect(await lockTimeout(client)).toBe(`${BATCH_LOCK_WAIT_MS}ms`);
+      await client.query('ROLLBACK');
+      expect(await lockTimeout(client)).toBe('5s');
+    } finally {
+      await client.end();
+    }
+  });
+});
+
+/** The database's URL with every statement of its sessions cut off after `ms`. */
+function withStatementTimeout(url: string, ms: number): string {
+  const withOption = new URL(url);
+  withOption.searchParams.set('options', `-c statement_timeout=${ms}`);
+  return withOption.toString();
+}
