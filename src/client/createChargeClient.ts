@@ -11,7 +11,8 @@ export type { ChargeOptions, ChargeResult } from './runOperation.js';
 export type ChargeClient = {
   /**
    * Runs one charge operation: one key for all its attempts, so retries never charge twice.
-   * Retries network errors, timeouts, 408, 409, 429, 502, 503 and 504, with exponential
+   * Retries whatever `fetch` throws (no answer came: a network error, in any runtime's or
+   * custom fetch's words), timeouts, 408, 409, 429, 502, 503 and 504, with exponential
    * backoff and full jitter, waiting at least what `Retry-After` asks (but never more than
    * `MAX_RETRY_DELAY_MS`, 60 s: a longer ask ends the operation); never anything else, nor
    * an answer whose code says a retry cannot change it (`provider_answer_invalid`).
@@ -22,8 +23,8 @@ export type ChargeClient = {
    * was sent.
    * @throws {ChargeClientError} refused, out of retries, or aborted; it carries the key and the
    * last response, so the same operation can be resumed later.
-   * @throws {TypeError} as fetch threw it, unretried, when fetch refused to send the request
-   * for a reason that is not the network's (the same request would be refused again).
+   * @throws what your `headers` function threw, unretried (a bug of the caller's, the same on
+   * every attempt).
    */
   charge(request: ChargeRequestBody, options?: ChargeOptions): Promise<ChargeResult>;
   /**
@@ -37,7 +38,7 @@ export type ChargeClient = {
    * is invalid; nothing was sent.
    * @throws {InvalidConfigurationError} as `charge`.
    * @throws {ChargeClientError} as `charge`, with `operation: 'refund'`.
-   * @throws {TypeError} as `charge`.
+   * @throws what your `headers` function threw, as `charge`.
    */
   refund(
     chargeId: string,
@@ -52,7 +53,7 @@ export type ChargeClient = {
    * @throws {InvalidRequestError} the key or `chargeId` is invalid; nothing was sent.
    * @throws {InvalidConfigurationError} as `charge`.
    * @throws {ChargeClientError} as `charge`, with `operation: 'capture'`.
-   * @throws {TypeError} as `charge`.
+   * @throws what your `headers` function threw, as `charge`.
    */
   capture(
     chargeId: string,

@@ -1,6 +1,6 @@
 import pRetry, { AbortError, type RetryContext } from 'p-retry';
 import { InvalidRequestError } from '../errors.js';
-import { isValidIdempotencyKey } from '../idempotencyKey.js';
+import { idempotencyKeyHeaderValue, isValidIdempotencyKey } from '../idempotencyKey.js';
 import {
   ChargeClientError,
   type ChargeClientErrorCode,
@@ -116,9 +116,12 @@ export async function runOperation(
       case 'timeout':
         throw new RetryableFailure(undefined, { cause: result.cause });
       case 'network':
-        // A TypeError goes to p-retry as it is: p-retry knows each runtime's network errors
-        // and throws any other TypeError (an invalid request fetch refused) without a retry.
-        if (result.cause instanceof TypeError) throw result.cause;
+        // Whatever fetch threw, no answer came: the request may or may not have reached the
+        // server, and the next attempt may get through. Every runtime and custom fetch names its
+        // network errors its own way (a `TypeError` of any message, mostly), and what fetch
+        // would refuse for good (credentials in the URL, a bad header) is refused before the
+        // first attempt, so none is told apart here: each is retried, and when retries run out
+        // the caller gets the key with it as the cause.
         throw new RetryableFailure(undefined, { cause: result.cause });
       case 'response':
         break;
@@ -144,16 +147,15 @@ export async function runOperation(
 
   // The last failure that may differ next time: when p-retry rethrows it, retries ran out.
   let retryable: unknown;
-  // p-retry runs the loop and stops on AbortError, the signal, or a TypeError that is not a
-  // network error (it never reaches `shouldRetry`). Its own delays are off (`minTimeout:
+  // p-retry runs the loop and stops on AbortError or the signal. Its own delays are off (`minTimeout:
   // 0`): it offers no full jitter and cannot read `Retry-After`, so the wait happens in
   // `shouldRetry`, on the injectable clock. Its retry count is unbounded (`Infinity`) so
   // that every failure it would retry is seen here, where `retries` is counted.
   const waitBeforeRetry = async ({ error, retriesConsumed }: RetryContext) => {
-    if (!(error instanceof RetryableFailure || error instanceof TypeError)) return false;
+    if (!(error instanceof RetryableFailure)) return false;
     retryable = error;
     if (retriesConsumed >= retries) return false;
-    const response = error instanceof RetryableFailure ? error.response : undefined;
+    const { response } = error;
     const delay = nextDelay({
       backoffMs: backoffDelay(retriesConsumed, config),
       retryAfterMs: response
@@ -178,9 +180,8 @@ export async function runOperation(
   } catch (error) {
     if (error instanceof ChargeClientError) throw error;
     if (signal?.aborted) throw fail('charge_aborted', signal.reason);
-    if (error !== undefined && error === retryable) {
-      const cause = error instanceof RetryableFailure ? error.cause : error;
-      throw fail('charge_retries_exhausted', cause);
+    if (error instanceof RetryableFailure && error === retryable) {
+      throw fail('charge_retries_exhausted', error.cause);
     }
     throw error;
   }
@@ -191,7 +192,7 @@ async function buildHeaders(config: ResolvedClientOptions, key: string): Promise
     const extra = typeof config.headers === 'function' ? await config.headers() : config.headers;
     const headers = new Headers(extra);
     headers.set('Content-Type', 'application/json');
-    headers.set(config.keyHeader, key);
+    headers.set(config.keyHeader, idempotencyKeyHeaderValue(key));
     return headers;
   } catch (error) {
     // A caller's header bug is the same on every attempt: no retry.

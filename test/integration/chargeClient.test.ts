@@ -13,6 +13,7 @@ import { createTestDatabase, type TestDatabase } from '../support/testDatabase.j
 
 let db: TestDatabase;
 let server: RunningServer;
+let engine: ReturnType<typeof createChargeEngine>;
 const gate = aGate();
 let holdNext = false;
 const provider = createFakeProvider({
@@ -27,7 +28,7 @@ const provider = createFakeProvider({
 
 beforeAll(async () => {
   db = await createTestDatabase();
-  const engine = createChargeEngine({ pool: db.pgPool, provider });
+  engine = createChargeEngine({ pool: db.pgPool, provider });
   const handler = createChargeHandler(engine, {
     authenticate: (req) => (req.headers.authorization === 'Bearer tok_c' ? 'm_client' : null),
     onError: () => {},
@@ -63,6 +64,24 @@ describe('chargeClient against the handler', () => {
 
     expect(first).toMatchObject({ status: 201, replayed: false, attempts: 1 });
     expect(again).toMatchObject({ status: 201, replayed: true, body: first.body });
+  });
+
+  it.each([
+    ['a comma', `${aKey()},b`],
+    ['quotes', `"${aKey()}"`],
+    ['a quote and a backslash', `${aKey()}\\"x`],
+    ['edge spaces', ` ${aKey()} `],
+  ])('sends a key with %s so that the server stores that very key', async (_, key) => {
+    const { charges } = client();
+    const first = await charges.charge(request, { key });
+    const again = await charges.charge(request, { key });
+
+    expect(first).toMatchObject({ key, status: 201, replayed: false });
+    expect(again).toMatchObject({ status: 201, replayed: true, body: first.body });
+    const stored = await engine.inspect({ merchantId: 'm_client', key });
+    const { id } = JSON.parse(first.body) as { id: string };
+    expect(id).toEqual(expect.any(String));
+    expect(stored?.charge?.id).toBe(id);
   });
 
   it("waits out a 409's Retry-After, then gets the running attempt's outcome", async () => {
