@@ -1,5 +1,5 @@
 import type { DatabaseTransactionConnection } from 'slonik';
-import { rawQuery } from '../store/rawQuery.js';
+import { isSlonikToken, rawQuery, slonikTextQuery } from '../store/rawQuery.js';
 import { InvalidConfigurationError } from '../errors.js';
 
 /**
@@ -16,8 +16,10 @@ export type HookQueryResult = { rows: Record<string, unknown>[]; rowCount: numbe
  * - `{ text, values }`: a node-postgres query config (or sql-template-strings' output);
  * - `{ sql, bindings }`: Knex's `toSQL().toNative()` (not `toSQL()` alone: its placeholders are `?`);
  * - `{ sql, params }`: Drizzle's `toSQL()`.
- * An object with none of these texts, with values that are not an array, or with values under two
- * of these names is refused with `InvalidConfigurationError` before anything is sent.
+ * An object with none of these texts, with values that are not an array, with values under two
+ * of these names, or with node-postgres's `rowMode` or `types` (rows come as objects, values as
+ * {@link HookQueryResult} says) is refused with `InvalidConfigurationError` before anything is
+ * sent.
  */
 export type HookStatement =
   | { sql: string; values?: readonly unknown[] }
@@ -94,7 +96,24 @@ function toToken(statement: unknown, values: unknown) {
         : 'this object has neither `sql` nor `text`',
     );
   }
-  return rawQuery(text, valuesOf(statement));
+  refuseResultShapes(statement);
+  return (isSlonikToken(statement) ? slonikTextQuery : rawQuery)(text, valuesOf(statement));
+}
+
+/**
+ * node-postgres's options that change what comes back: they would be ignored here (slonik runs
+ * the statement and parses its rows), so the hook would read rows it did not ask for.
+ */
+function refuseResultShapes(statement: object): void {
+  const { rowMode, types } = statement as { rowMode?: unknown; types?: unknown };
+  if (rowMode !== undefined) {
+    refuse('`rowMode` is not supported: rows come as objects keyed by column name');
+  }
+  if (types !== undefined) {
+    refuse(
+      '`types` is not supported: values come parsed as chargeonce parses them (see HookQueryResult)',
+    );
+  }
 }
 
 /** Wraps the phase's slonik transaction for a hook. */

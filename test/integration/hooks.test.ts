@@ -323,6 +323,16 @@ describe('a hook query takes the statements query builders make', () => {
       'both `values` and `params`',
     ],
     [
+      "node-postgres's rowMode: 'array'",
+      { text: 'SELECT $1::int AS n', values: [1], rowMode: 'array' },
+      'rows come as objects',
+    ],
+    [
+      "node-postgres's own type parsers",
+      { text: 'SELECT $1::int AS n', values: [1], types: { getTypeParser: () => String } },
+      'values come parsed as chargeonce parses them',
+    ],
+    [
       "Knex's toSQL() without toNative()",
       { sql: 'select ?', bindings: [1], toNative: () => ({ sql: 'select $1', bindings: [1] }) },
       'toSQL().toNative()',
@@ -374,6 +384,28 @@ describe('a hook query takes the statements query builders make', () => {
     await expect(engine.processCharge(aKey(), aRequest())).rejects.toBeInstanceOf(
       InvalidConfigurationError,
     );
+  });
+});
+
+describe('a hook statement is sent as written', () => {
+  it('keeps text that looks like the SQL layer’s own placeholders ($slonik_1) in a literal', async () => {
+    const returned: unknown[] = [];
+    const engine = createChargeEngine({
+      pool: db.pgPool,
+      provider: createFakeProvider(),
+      hooks: {
+        reserve: async (tx) => {
+          const { rows } = await tx.query(
+            "SELECT '$slonik_1 and $$slonik_slonik_'::text AS literal, $1::text AS v",
+            ['one'],
+          );
+          returned.push(rows[0]);
+        },
+      },
+    });
+
+    await engine.processCharge(aKey(), aRequest());
+    expect(returned).toEqual([{ literal: '$slonik_1 and $$slonik_slonik_', v: 'one' }]);
   });
 });
 
