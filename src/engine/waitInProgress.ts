@@ -38,14 +38,14 @@ export async function waitInProgress<T>(
       }
       env.observer.event({ type: 'waiting', ...scoped, leftMs: left });
       const pools = await env.pools();
-      if (pools.waiters && (await pools.waiters.listen())) {
-        const { waiters } = pools;
+      if (pools.pg && pools.waiters && (await pools.waiters.listen())) {
+        const { waiters, pg } = pools;
         const payload = waiterPayload(env.tables.schema, scoped);
         // Waiting registered before the mark: a completion right after it is heard.
         const wait = waiters.wait(payload, Math.min(left, FALLBACK_POLL_MS));
         try {
           const marked = await withStore(() =>
-            waiters.markOnce(payload, () => markWaiting(pools.slonik, env.tables, scoped)),
+            waiters.markOnce(payload, () => markWaiting(pg, env.tables, scoped)),
           );
           // Not in progress any more: the outcome is there to read (or the key to take).
           if (marked) await wait.woken;

@@ -104,7 +104,8 @@ async function claimKeyThroughSlonik(
  * fresh charge's first phase is one round trip and one commit. The primary key is the lock: of
  * any number of racing claims exactly one inserts; the others get the winner's row back.
  * With `send` (node-postgres outside any transaction: a prepared statement, alone or in a group
- * commit) the claim goes there; `db` is then only asked again in the rare case the key vanished.
+ * commit) the claim goes there, and again if a racing claim hid the key; `db` is only asked if
+ * that happens twice.
  */
 export function claimKey(
   db: CommonQueryMethods,
@@ -112,8 +113,19 @@ export function claimKey(
   input: ClaimInput,
   send: ((input: ClaimInput) => Promise<ClaimResult | null>) | null = null,
 ): Promise<ClaimResult> {
-  const sent = send ? send(input) : claimKeyThroughSlonik(db, tables, input);
-  return sent.then((claimed) => claimed ?? readAgain(db, tables, input));
+  if (!send) {
+    return claimKeyThroughSlonik(db, tables, input).then(
+      (claimed) => claimed ?? readAgain(db, tables, input),
+    );
+  }
+  // The racing claim has committed by the time this one is answered: sent again, the claim reads
+  // its key in a new snapshot (or inserts it, if it went away meanwhile), on node-postgres like
+  // the first. Not through slonik: it keeps a connection it borrowed idle for a while, which in a
+  // storm of callers from several processes (where such races are common) held the pool's
+  // connections from the claims queued behind.
+  return send(input).then(
+    (claimed) => claimed ?? send(input).then((again) => again ?? readAgain(db, tables, input)),
+  );
 }
 
 /**

@@ -1,23 +1,38 @@
-import { z } from 'zod';
-import { sql, type CommonQueryMethods } from 'slonik';
+import { perSchema, prepared } from './hotStatements.js';
+import { queryPrepared } from './hotQuery.js';
+import type { PgPoolLike } from './pgPoolLike.js';
 import type { ScopedKey } from './keyState.js';
 import type { Tables } from './tables.js';
+
+/** The mark, for one schema: a prepared statement, as the hot statements are. */
+const markStatement = perSchema(({ keys }) =>
+  prepared(`
+    UPDATE ${keys} SET has_waiters = true
+    WHERE merchant_id = $1 AND operation = $2 AND key = $3
+      AND recovery_point IN ('started', 'reserved')
+    RETURNING true AS marked`),
+);
 
 /**
  * Marks a key in progress as waited on, so its completion sends a NOTIFY. Returns false when the
  * key is no longer in progress (completed, parked, gone): no NOTIFY will come, look again now. The
  * row lock orders this against the completion: a mark committed first is seen by it, a mark that
  * waited for it finds the key done.
+ *
+ * Sent on the node-postgres pool itself (waiting on commit needs one), as the hot statements are,
+ * not through slonik: slonik keeps a connection it borrowed for a while after its query, and in a
+ * storm on several keys the marks would hold the pool's connections idle while the callers they
+ * woke queued for one.
  */
 export async function markWaiting(
-  db: CommonQueryMethods,
+  pool: PgPoolLike,
   tables: Tables,
   scoped: ScopedKey,
 ): Promise<boolean> {
-  const marked = await db.maybeOne(sql.type(z.object({ marked: z.boolean() }))`
-    UPDATE ${tables.keys} SET has_waiters = true
-    WHERE merchant_id = ${scoped.merchantId} AND operation = ${scoped.operation}
-      AND key = ${scoped.key} AND recovery_point IN ('started', 'reserved')
-    RETURNING true AS marked`);
-  return marked !== null;
+  const rows = await queryPrepared(pool, markStatement(tables), [
+    scoped.merchantId,
+    scoped.operation,
+    scoped.key,
+  ]);
+  return rows.length > 0;
 }
