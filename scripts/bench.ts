@@ -24,10 +24,11 @@ import {
   type ServerCpuMeter,
 } from './bench/createServerCpuMeter.js';
 import { createSlonikPool } from './bench/createSlonikPool.js';
-import { DESIGN_SCHEMAS, type Design, type DesignName } from './bench/Design.js';
+import { DESIGN_SCHEMAS, runDuring, type Design, type DesignName } from './bench/Design.js';
 import { describeMachine } from './bench/describeMachine.js';
 import { engineOverFloor } from './bench/engineOverFloor.js';
 import { evaluateTargets, targetStatus } from './bench/evaluateTargets.js';
+import { measureBatchedRoundTrips } from './bench/measureBatchedRoundTrips.js';
 import { measureRoundTrips } from './bench/measureRoundTrips.js';
 import { parseBenchOptions, type BenchOptions } from './bench/parseBenchOptions.js';
 import { renderReport } from './bench/renderReport.js';
@@ -86,6 +87,19 @@ try {
     console.log(`  ${name.padEnd(12)} ${wire.fresh.roundTrips} / ${wire.replay.roundTrips}`);
   }
 
+  const batchedRoundTrips = await measureBatchedRoundTrips(
+    database.url,
+    provider,
+    options.designs,
+    options.poolSize,
+    options.concurrencies.filter((c) => c > 1),
+  );
+  for (const wire of batchedRoundTrips ?? []) {
+    console.log(
+      `  ${wire.design.padEnd(12)} c${wire.concurrency}: ${wire.fresh.roundTrips.toFixed(2)} / ${wire.replay.roundTrips.toFixed(2)} (${wire.fresh.callsPerCommit.toFixed(1)} fresh calls a commit)`,
+    );
+  }
+
   const engineDesign: (Design & { engine?: ChargeEngine }) | undefined = designs.find(
     (d) => d.name === 'engine',
   );
@@ -118,10 +132,14 @@ try {
             seeded.set(design.name, await seedReplayKeys(design, options.replayKeys));
           }
           const keys = seeded.get(design.name) ?? [];
-          await prime(scenario, design, provider, keys);
-          const before = await meter.snapshot(applicationNameOf(design.name));
-          const measured = await measure(scenario, design, provider, concurrency, keys);
-          const after = await meter.snapshot(applicationNameOf(design.name));
+          const cpuMeter = meter;
+          const { measured, before, after } = await runDuring(design, async () => {
+            await prime(scenario, design, provider, keys);
+            const cpuBefore = await cpuMeter.snapshot(applicationNameOf(design.name));
+            const run = await measure(scenario, design, provider, concurrency, keys);
+            const cpuAfter = await cpuMeter.snapshot(applicationNameOf(design.name));
+            return { measured: run, before: cpuBefore, after: cpuAfter };
+          });
           const serverCpuUsPerCall =
             before && after ? cpuBetweenUs(before, after) / measured.calls : null;
           samples.push({
@@ -188,6 +206,7 @@ try {
     samples,
     sweep,
     roundTrips,
+    batchedRoundTrips,
     refunds,
     refundRoundTrips,
     serverCpu: { source: meter.source, unavailableBecause: meter.unavailableBecause },
@@ -233,10 +252,12 @@ function measure(
 async function warmUp(designs: Design[], provider: BenchProvider): Promise<void> {
   const calls = options.mode === 'quick' ? 25 : 200;
   for (const design of designs) {
-    await runFresh(design, provider, { calls, concurrency: 8 });
-    const seeded = await seedReplayKeys(design, calls / 5);
-    await runReplays(design, seeded, { calls, concurrency: 8 });
-    await runStorm(design, provider, { keys: calls / 25, callersPerKey: 32, concurrency: 2 });
+    await runDuring(design, async () => {
+      await runFresh(design, provider, { calls, concurrency: 8 });
+      const seeded = await seedReplayKeys(design, calls / 5);
+      await runReplays(design, seeded, { calls, concurrency: 8 });
+      await runStorm(design, provider, { keys: calls / 25, callersPerKey: 32, concurrency: 2 });
+    });
   }
 }
 

@@ -53,6 +53,14 @@ export type WireCost = {
   transactions: number;
 };
 
+/** Round trips and commits per call at one concurrency, amortized over batches (group commit). */
+export type BatchedWireCost = {
+  design: DesignName;
+  concurrency: number;
+  fresh: WireCost & { callsPerCommit: number };
+  replay: WireCost & { callsPerCommit: number };
+};
+
 /** The engine's sweeper draining abandoned keys. */
 export type SweepSample = {
   round: number;
@@ -112,6 +120,8 @@ export type BenchResults = {
   samples: Sample[];
   sweep: SweepSample[];
   roundTrips: RoundTrips | null;
+  /** Round trips and commits per call under concurrency; null when not counted. */
+  batchedRoundTrips?: BatchedWireCost[] | null;
   /** Refunds against charges, engine only; empty when not run. */
   refunds: RefundSample[];
   /** Round trips per refund, counted on the wire; null when not counted. */

@@ -13,6 +13,7 @@ export const DESIGN_NAMES = [
   'engine-otel-sampled',
   'engine-wait',
   'engine-bookkeeping',
+  'engine-hooks',
   'floor',
   'floor-slonik',
   'naive',
@@ -28,6 +29,7 @@ export const DESIGN_SCHEMAS: Readonly<Record<DesignName, string>> = {
   'engine-otel-sampled': 'bench_engine_otel_sampled',
   'engine-wait': 'bench_engine_wait',
   'engine-bookkeeping': 'bench_engine_bookkeeping',
+  'engine-hooks': 'bench_engine_hooks',
   floor: 'bench_floor',
   'floor-slonik': 'bench_floor_slonik',
   naive: 'bench_naive',
@@ -48,6 +50,12 @@ export type DesignOutcome =
 export type Design = {
   name: DesignName;
   charge(key: string, request: ChargeRequest): Promise<DesignOutcome>;
+  /**
+   * Runs the design's calls with whatever it sets up process-wide in place only meanwhile (the
+   * OpenTelemetry designs' context manager), so that no other design's runs pay for it. Without
+   * it, `runDuring` runs the calls as they are.
+   */
+  during?: <T>(run: () => Promise<T>) => Promise<T>;
   /** Ends the design's pool. */
   end(): Promise<void>;
 };
@@ -59,3 +67,8 @@ export type DesignConnection = {
   poolSize: number;
   schema: string;
 };
+
+/** Runs `run` inside `design.during`, if the design has one. */
+export function runDuring<T>(design: Design, run: () => Promise<T>): Promise<T> {
+  return design.during ? design.during(run) : run();
+}

@@ -9,7 +9,11 @@ import { createSlonikFloorDesign } from './createSlonikFloorDesign.js';
 import { createSlonikNaiveDesign } from './createSlonikNaiveDesign.js';
 import { DESIGN_SCHEMAS, type Design, type DesignConnection, type DesignName } from './Design.js';
 import { SAMPLED_SHARE } from './headSampler.js';
+import { spreadDesign } from './spreadDesign.js';
 import { withApplicationName } from './withApplicationName.js';
+
+/** Engines of `engine-wait`, each with its own pool and its own listening connection. */
+const WAIT_INSTANCES = 4;
 
 const FACTORIES: Record<
   DesignName,
@@ -26,16 +30,40 @@ const FACTORIES: Record<
   // runs it. Not in the bench by default: `--designs engine,engine-otel,engine-otel-sampled`.
   'engine-otel-sampled': (connection, provider) =>
     createOtelEngineDesign(connection, provider, SAMPLED_SHARE),
-  // Callers that meet a key in progress wait for its outcome, woken on the winner's commit.
-  'engine-wait': async (connection, provider) => ({
-    ...(await createEngineDesign(connection, provider, false, { waitMs: 10_000 })),
-    name: 'engine-wait',
-  }),
+  // Callers that meet a key in progress wait for its outcome, woken on the winner's commit. In
+  // several engines, as several processes would be, the design's connections shared among them:
+  // in one engine, a key's callers would all join its one attempt and never wait on a commit.
+  'engine-wait': async (connection, provider) => {
+    const poolSize = Math.max(2, Math.ceil(connection.poolSize / WAIT_INSTANCES));
+    const instances: Design[] = [];
+    try {
+      for (let i = 0; i < WAIT_INSTANCES; i++) {
+        instances.push(
+          await createEngineDesign({ ...connection, poolSize }, provider, false, {
+            waitMs: 10_000,
+          }),
+        );
+      }
+    } catch (error) {
+      await endDesigns(instances);
+      throw error;
+    }
+    return spreadDesign('engine-wait', instances);
+  },
   // chargeonce's telemetry bookkeeping alone: telemetry on, a meter that records nothing, no
   // tracer and no SDK. Not in the bench by default: `profileFresh --designs engine,engine-bookkeeping`.
   'engine-bookkeeping': async (connection, provider) => ({
     ...(await createEngineDesign(connection, provider, { meter: idleMeter })),
     name: 'engine-bookkeeping',
+  }),
+  // A `reserve` hook (one statement of the caller's in the claim's transaction) on every call:
+  // the claim runs through slonik in a transaction of its own, the completion as the engine's.
+  // Not in the bench by default: `--designs engine,engine-hooks`.
+  'engine-hooks': async (connection, provider) => ({
+    ...(await createEngineDesign(connection, provider, false, 'reject', undefined, {
+      reserve: async (tx) => void (await tx.query('SELECT 1')),
+    })),
+    name: 'engine-hooks',
   }),
   floor: createFloorDesign,
   'floor-slonik': createSlonikFloorDesign,

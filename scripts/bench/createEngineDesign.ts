@@ -1,5 +1,10 @@
 import * as thisEngine from '../../src/index.js';
-import type { ChargeEngine, InProgressPolicy, TelemetryOptions } from '../../src/index.js';
+import type {
+  ChargeEngine,
+  ChargeHooks,
+  InProgressPolicy,
+  TelemetryOptions,
+} from '../../src/index.js';
 import type { EngineModule } from './baseEngine.js';
 import type { BenchProvider } from './createBenchProvider.js';
 import type { Design, DesignConnection } from './Design.js';
@@ -15,6 +20,7 @@ export async function createEngineDesign(
   telemetry: TelemetryOptions | false = false,
   inProgress: InProgressPolicy = 'reject',
   lib: EngineModule = thisEngine,
+  hooks?: ChargeHooks,
 ): Promise<Design & { engine: ChargeEngine }> {
   const { createChargeEngine, createEnginePool, IdempotencyKeyInUseError } = lib;
   const { IdempotencyKeyReusedError } = lib;
@@ -25,6 +31,7 @@ export async function createEngineDesign(
     schema: connection.schema,
     telemetry,
     inProgress,
+    ...(hooks ? { hooks } : {}),
   });
   return {
     name: 'engine',

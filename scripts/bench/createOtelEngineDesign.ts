@@ -31,7 +31,10 @@ export async function createOtelEngineDesign(
   provider: BenchProvider,
   sampledShare?: number,
 ): Promise<Design> {
-  context.setGlobalContextManager(new AsyncLocalStorageContextManager().enable());
+  // Registered only while this design's calls run (`during`): a context manager puts an
+  // AsyncLocalStorage on every async resource of the process, so left in place for the whole
+  // bench it would also cost the designs it is compared with.
+  const contextManager = new AsyncLocalStorageContextManager();
   const tracerProvider = new BasicTracerProvider({
     spanProcessors: [new BatchSpanProcessor(discardingExporter)],
     ...(sampledShare === undefined ? {} : { sampler: headSampler(sampledShare) }),
@@ -44,6 +47,15 @@ export async function createOtelEngineDesign(
   return {
     ...design,
     name: sampledShare === undefined ? 'engine-otel' : 'engine-otel-sampled',
+    during: async (run) => {
+      context.setGlobalContextManager(contextManager.enable());
+      try {
+        return await run();
+      } finally {
+        // Unregisters it and disables its AsyncLocalStorage (the next `enable` brings it back).
+        context.disable();
+      }
+    },
     end: async () => {
       await design.end();
       await tracerProvider.shutdown();

@@ -30,7 +30,11 @@ export type BenchOptions = {
 };
 
 /** Designs that measure one part of another's cost: run only when `--designs` names them. */
-const NAMED_ONLY: ReadonlySet<DesignName> = new Set(['engine-bookkeeping', 'engine-otel-sampled']);
+const NAMED_ONLY: ReadonlySet<DesignName> = new Set([
+  'engine-bookkeeping',
+  'engine-otel-sampled',
+  'engine-hooks',
+]);
 
 export const USAGE = `Usage: npm run bench -- [--quick] [--rounds N] [--designs engine,floor,...]
                        [--scenarios fresh,replay,storm,sweep,refund] [--note TEXT]
@@ -41,7 +45,8 @@ export const USAGE = `Usage: npm run bench -- [--quick] [--rounds N] [--designs 
   --designs    only these of engine, engine-otel, engine-wait, floor, floor-slonik, naive,
                naive-slonik, engine-base, and, only when named, engine-bookkeeping (telemetry
                on, a meter that records nothing: chargeonce's own part) and engine-otel-sampled
-               (engine-otel with one trace in ten) (e.g. to profile one with --cpu-prof);
+               (engine-otel with one trace in ten) and engine-hooks (a reserve hook on every
+               call) (e.g. to profile one with --cpu-prof);
                .bench/ only
   --base REV   also run the engine of commit REV (a git worktree under .bench/) as
                engine-base, side by side with this one: is a change no slower? .bench/ only

@@ -30,7 +30,7 @@ import { createBenchProvider } from './createBenchProvider.js';
 import { createDesigns, endDesigns } from './createDesigns.js';
 import { createEngineDesign } from './createEngineDesign.js';
 import { createSlonikPool } from './createSlonikPool.js';
-import { DESIGN_NAMES, type Design, type DesignName } from './Design.js';
+import { DESIGN_NAMES, runDuring, type Design, type DesignName } from './Design.js';
 import { runFresh } from './runFresh.js';
 import { runReplays, seedReplayKeys } from './runReplays.js';
 import { runStorm } from './runStorm.js';
@@ -104,7 +104,7 @@ try {
   // The JIT, the connections and their prepared statements warm before anything is timed.
   for (const { design } of measured) {
     for (const concurrency of concurrencies) {
-      await runFresh(design, provider, { calls: 500, concurrency });
+      await runDuring(design, () => runFresh(design, provider, { calls: 500, concurrency }));
     }
   }
   const cpu = new Map<string, number[]>();
@@ -128,16 +128,17 @@ try {
         const seeded = scenario === 'replay' ? await seedReplayKeys(design, 500) : [];
         const commitsBefore = await commitCount();
         const before = process.cpuUsage();
-        const result =
+        const result = await runDuring(design, () =>
           scenario === 'replay'
-            ? await runReplays(design, seeded, { calls, concurrency })
+            ? runReplays(design, seeded, { calls, concurrency })
             : scenario === 'storm'
-              ? await runStorm(design, provider, {
+              ? runStorm(design, provider, {
                   keys: Math.ceil(calls / 32),
                   callersPerKey: 32,
                   concurrency,
                 })
-              : await runFresh(design, provider, { calls, concurrency });
+              : runFresh(design, provider, { calls, concurrency }),
+        );
         const spent = process.cpuUsage(before);
         const commits = (await commitCount()) - commitsBefore;
         const series = `${label} c${concurrency}`;

@@ -1,7 +1,8 @@
-import type { BenchResults, ScenarioName } from './BenchResults.js';
+import type { BatchedWireCost, BenchResults, ScenarioName } from './BenchResults.js';
 import type { DesignName } from './Design.js';
 import { engineOverFloor, type RatioColumn } from './engineOverFloor.js';
 import { evaluateTargets, targetStatus } from './evaluateTargets.js';
+import { BATCHED_WIRE_CALLS } from './measureBatchedRoundTrips.js';
 import { median } from './stats.js';
 import { summarize, type Metric } from './summarize.js';
 
@@ -59,9 +60,11 @@ const DESIGN_TEXT: { name: DesignName; lines: string[] }[] = [
   {
     name: 'engine-wait',
     lines: [
-      '- **engine-wait**: the engine with `inProgress: { waitMs: 10_000 }`: in the storm, callers',
-      '  that meet the key in progress mark it and sleep until the winner’s commit wakes them',
-      '  (LISTEN/NOTIFY), then answer with the replay; elsewhere it is the engine.',
+      '- **engine-wait**: four engines with `inProgress: { waitMs: 10_000 }`, as four processes',
+      "  would be, sharing the design's connections, each call going to the next engine in turn.",
+      '  In the storm, a key’s callers in the engine that claimed it join its attempt; those in',
+      '  the others mark the key and sleep until the winner’s commit wakes them (LISTEN/NOTIFY),',
+      '  then answer with the replay. Elsewhere it is the engine, split four ways.',
     ],
   },
   {
@@ -69,6 +72,13 @@ const DESIGN_TEXT: { name: DesignName; lines: string[] }[] = [
     lines: [
       '- **engine-bookkeeping**: the engine with telemetry on but a meter that records nothing, no',
       '  tracer and no SDK: chargeonce’s own telemetry bookkeeping, against **engine**.',
+    ],
+  },
+  {
+    name: 'engine-hooks',
+    lines: [
+      '- **engine-hooks**: the engine with a `reserve` hook (one statement) on every call: the',
+      '  claim runs in a slonik transaction with the hook, beside the hot statements on one pool.',
     ],
   },
   {
@@ -231,6 +241,9 @@ export function renderReport(results: BenchResults): string {
     }
   }
 
+  if (results.batchedRoundTrips && results.batchedRoundTrips.length > 0) {
+    lines.push(...batchedWireSection(results.batchedRoundTrips));
+  }
   if (scenarios.includes('storm')) lines.push(...stormSection(results, designs));
   if (results.sweep.length > 0) lines.push(...sweepSection(results));
   if ((results.refunds ?? []).length > 0) lines.push(...refundSection(results));
@@ -251,6 +264,28 @@ export function renderReport(results: BenchResults): string {
   }
   lines.push('');
   return lines.join('\n');
+}
+
+function batchedWireSection(costs: readonly BatchedWireCost[]): string[] {
+  const lines = [
+    '',
+    '### Round trips and commits per call under concurrency, amortized per batch',
+    '',
+    `Through the same counting proxy, on the bench's pool, ${BATCHED_WIRE_CALLS} calls at each concurrency. With`,
+    'group commit one round trip and one commit serve a batch of calls: per call they are what',
+    'the batch size amortizes them to. "Calls a commit" is the mean batch a commit served (the',
+    "proxy's extra hop changes batch sizes somewhat; the timed runs do not go through it).",
+    '',
+    '| design | concurrency | fresh: round trips | fresh: commits | fresh: calls a commit | replay: round trips | replay: calls a commit |',
+    '|---|--:|--:|--:|--:|--:|--:|',
+  ];
+  const fixed = (n: number) => n.toFixed(2);
+  for (const cost of costs) {
+    lines.push(
+      `| ${cost.design} | ${cost.concurrency} | ${fixed(cost.fresh.roundTrips)} | ${fixed(cost.fresh.transactions)} | ${cost.fresh.callsPerCommit.toFixed(1)} | ${fixed(cost.replay.roundTrips)} | ${cost.replay.callsPerCommit.toFixed(1)} |`,
+    );
+  }
+  return lines;
 }
 
 function stormSection(results: BenchResults, designs: DesignName[]): string[] {
