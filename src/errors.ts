@@ -220,8 +220,9 @@ export class StoreUnavailableError extends ChargeOnceError {
 }
 
 /**
- * chargeonce's schema, tables or functions are missing from the database: `migrate` was never run
- * on it (or on another schema than the engine's `schema`). Not retryable until it is.
+ * chargeonce's schema, tables or columns are missing from the database: `migrate` was never run
+ * on it (or on another schema than the engine's `schema`), or not since this version added a
+ * migration. Not retryable until it is.
  */
 export class SchemaNotMigratedError extends ChargeOnceError {
   /** The schema whose objects are missing, when PostgreSQL named it. */
@@ -233,7 +234,7 @@ export class SchemaNotMigratedError extends ChargeOnceError {
     super(
       'schema_not_migrated',
       500,
-      `The database is not migrated: chargeonce's tables or functions are missing from ${where}. Run ${call} (chargeonce's migrate) on this database first.`,
+      `The database is not migrated: chargeonce's tables or columns are missing from ${where}. Run ${call} (chargeonce's migrate) on this database first.`,
       options,
     );
     this.schema = schema;

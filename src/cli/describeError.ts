@@ -89,7 +89,7 @@ function messageOf(error: ChargeOnceError): string {
   const schema = error.schema ?? DEFAULT_SCHEMA;
   const where = error.schema === undefined ? "chargeonce's schema" : `schema "${schema}"`;
   const command = `chargeonce migrate${schema === DEFAULT_SCHEMA ? '' : ` --schema ${schema}`}`;
-  return `The database is not migrated: chargeonce's tables or functions are missing from ${where}. Run '${command}' on this database first.`;
+  return `The database is not migrated: chargeonce's tables or columns are missing from ${where}. Run '${command}' on this database first.`;
 }
 
 /** What a chargeonce error carries besides its code and message: `issues`, `schema`, … */

@@ -59,6 +59,31 @@ const MISSING_OBJECT: Readonly<Record<string, RegExp>> = {
   '42P01': new RegExp(`^relation "(?:([^".]+)\\.)?([^".]+)" does not exist`),
 };
 
+/**
+ * The columns chargeonce's migrations added to its tables after the first: code of a newer
+ * version run on a schema not yet migrated to it meets one of these missing (42703). Kept equal
+ * to the migrations' `ADD COLUMN`s by a test.
+ */
+export const LATER_COLUMNS: ReadonlySet<string> = new Set([
+  'failed_at',
+  'has_waiters',
+  'authorized_only',
+  'captured_minor',
+  'capture_reserved_minor',
+  'refund_reserved_minor',
+  'refunded_minor',
+  'provider_movement_id',
+  'failure_code',
+  'sweeps',
+]);
+
+/**
+ * What PostgreSQL says of a missing column (42703): `column "c" does not exist`, `column k.c does
+ * not exist`, or `column "c" of relation "t" does not exist`. The capture group is the column.
+ */
+const MISSING_COLUMN =
+  /^column (?:"?[^".\s]+"?\.)?"?([^".\s]+)"?(?: of relation "[^"]+")? does not exist/;
+
 function messageOf(error: unknown): string {
   return error instanceof Error ? error.message : '';
 }
@@ -70,6 +95,11 @@ function messageOf(error: unknown): string {
 export function missingSchemaOf(error: unknown): { schema: string | undefined } | null {
   for (let e: unknown = error, depth = 0; e !== undefined && depth < 5; e = causeOf(e), depth++) {
     const code = codeOf(e);
+    // A column a later migration adds: the schema is there, at an older version. PostgreSQL
+    // does not name the schema in this message.
+    if (code === '42703' && LATER_COLUMNS.has(MISSING_COLUMN.exec(messageOf(e))?.[1] ?? '')) {
+      return { schema: undefined };
+    }
     const pattern = code === undefined ? undefined : MISSING_OBJECT[code];
     const match = pattern?.exec(messageOf(e));
     if (!match) continue;

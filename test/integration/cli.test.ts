@@ -233,7 +233,7 @@ describe('chargeonce command', () => {
 
     expect(plain).toMatchObject({ code: 1, stdout: '' });
     expect(plain.stderr).toContain(
-      `chargeonce: schema_not_migrated: The database is not migrated: chargeonce's tables or functions are missing from schema "nosuch". Run 'chargeonce migrate --schema nosuch' on this database first.`,
+      `chargeonce: schema_not_migrated: The database is not migrated: chargeonce's tables or columns are missing from schema "nosuch". Run 'chargeonce migrate --schema nosuch' on this database first.`,
     );
     expect(plain.stderr).not.toContain('migrate(pool');
     expect(json).toMatchObject({ code: 1, stdout: '' });
@@ -241,7 +241,7 @@ describe('chargeonce command', () => {
       error: {
         code: 'schema_not_migrated',
         schema: 'nosuch',
-        message: `The database is not migrated: chargeonce's tables or functions are missing from schema "nosuch". Run 'chargeonce migrate --schema nosuch' on this database first.`,
+        message: `The database is not migrated: chargeonce's tables or columns are missing from schema "nosuch". Run 'chargeonce migrate --schema nosuch' on this database first.`,
       },
     });
 

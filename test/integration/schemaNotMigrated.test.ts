@@ -65,6 +65,19 @@ describe('an unmigrated schema', () => {
     });
   });
 
+  it('a schema one migration behind: SchemaNotMigratedError, not a raw missing column', async () => {
+    const db = await track(createTestDatabase());
+    // As migration 0012 finds it: the column it adds is not there yet.
+    await db.pool.query(sql.unsafe`ALTER TABLE ${db.tables.keys} DROP COLUMN sweeps`);
+    const engine = createChargeEngine({ pool: db.pgPool, provider: createFakeProvider() });
+
+    const error = await engine.sweep().catch((e: unknown) => e);
+
+    expect(error).toBeInstanceOf(SchemaNotMigratedError);
+    expect(((error as Error).cause as { code?: unknown }).code).toBe('42703');
+    expect((error as Error).message).toContain('migrate');
+  });
+
   it("a hook's own missing table is its error, not chargeonce's", async () => {
     const db = await track(createTestDatabase());
     const engine = createChargeEngine({

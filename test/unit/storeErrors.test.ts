@@ -4,7 +4,9 @@ import {
   SchemaNotMigratedError,
   StoreUnavailableError,
 } from '../../src/errors.js';
+import { readdir, readFile } from 'node:fs/promises';
 import {
+  LATER_COLUMNS,
   isOutOfReach,
   isRetryableStoreError,
   toStoreError,
@@ -91,6 +93,33 @@ describe('store error classification', () => {
   ])("leaves %s about someone else's object alone: %s", (code, message) => {
     const error = withCode(code, message);
     expect(toStoreError(error)).toBe(error);
+  });
+});
+
+describe('a column a later migration adds, missing', () => {
+  it.each([
+    'column "sweeps" does not exist',
+    'column k.sweeps does not exist',
+    'column "has_waiters" of relation "idempotency_keys" does not exist',
+  ])('"%s" means the schema is behind: SchemaNotMigratedError', (message) => {
+    expect(toStoreError(withCode('42703', message))).toBeInstanceOf(SchemaNotMigratedError);
+  });
+
+  it("leaves someone else's missing column alone", () => {
+    const theirs = withCode('42703', 'column "stock_left" does not exist');
+    expect(toStoreError(theirs)).toBe(theirs);
+  });
+
+  it('names every column the migrations add after the first', async () => {
+    const folder = new URL('../../migrations/', import.meta.url);
+    const added = new Set<string>();
+    for (const file of await readdir(folder)) {
+      const text = await readFile(new URL(file, folder), 'utf8');
+      for (const match of text.matchAll(/ADD COLUMN (?:IF NOT EXISTS )?"?(\w+)"?/gi)) {
+        added.add(match[1] as string);
+      }
+    }
+    expect([...LATER_COLUMNS].sort()).toEqual([...added].sort());
   });
 });
 
