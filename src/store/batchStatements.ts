@@ -13,12 +13,18 @@ import type { Tables } from './tables.js';
 export type BatchStatements = { claim: PreparedStatement; complete: PreparedStatement };
 
 /**
- * How long a batch waits on a row lock before it gives up and goes again one call at a time:
+ * How long a batch claim waits on a lock before it gives up and goes again one call at a time:
  * a key held uncommitted by another transaction (a claim inside another process's `reserve`
- * hook, a sweeper's takeover) must hold up only its own call, not the batch's other keys until
- * that transaction ends or the statement times out. Batches of different processes claiming
- * one key wait for each other's commit, a few milliseconds; this is well past that. A shorter
- * `lock_timeout` of the session's is kept.
+ * hook) must hold up only its own call, not the batch's other keys until that transaction ends
+ * or the statement times out. Batches of different processes claiming one key wait for each
+ * other's commit, a few milliseconds; this is well past that. A shorter `lock_timeout` of the
+ * session's is kept.
+ *
+ * Claims only. A batch completion updates keys its own attempts hold the leases of, which
+ * another transaction holds only for a moment (a waiter's mark), and one that wakes waiters
+ * takes PostgreSQL's NOTIFY lock at commit, which the timeout would cover too: commits that
+ * notify queue for it, and a slow disk would fail whole batches. A completion batch cut short
+ * by a statement timeout still goes again call by call (see `isOutOfReach`).
  */
 export const BATCH_LOCK_WAIT_MS = 100;
 
@@ -124,8 +130,8 @@ function claimText(keys: string, charges: string): string {
  */
 function completeText(keys: string, charges: string, schema: string): string {
   return `
-    WITH ${LOCK_WAIT_CUT} input AS (
-      SELECT i.* FROM lock_wait, unnest($1::text[], $2::text[], $3::text[], $4::uuid[], $5::text[],
+    WITH input AS (
+      SELECT * FROM unnest($1::text[], $2::text[], $3::text[], $4::uuid[], $5::text[],
         $6::text[], $7::text[], $8::int4[], $9::text[])
         WITH ORDINALITY AS i(merchant_id, operation, key, lock_token, charge_status,
           provider_charge_id, decline_code, response_status, response_body, n)

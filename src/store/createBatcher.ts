@@ -150,17 +150,40 @@ export function createBatcher<I, O>(runner: BatchRunner<I, O>): (input: I) => Pr
     else inFlight.set(id, left);
   };
 
-  const settle = (batch: Waiting<I, O>[], sent: Promise<O[]>): Promise<void> =>
+  /** A batch is done with: its identities and its slot go back, and what waited goes out. */
+  const finish = (batch: Waiting<I, O>[]): void => {
+    for (const waiting of batch) letGo(waiting.id);
+    slots.give();
+    flush();
+  };
+
+  const settle = (batch: Waiting<I, O>[], sent: Promise<O[]>): void => {
     sent.then(
-      (outputs) => batch.forEach((w, i) => w.resolve(outputs[i] as O)),
-      async (error: unknown) => {
+      (outputs) => {
+        batch.forEach((w, i) => w.resolve(outputs[i] as O));
+        finish(batch);
+      },
+      (error: unknown) => {
         if (batch.length === 1 || runner.failsEveryInput(error)) {
           batch.forEach((w) => w.reject(error));
+          finish(batch);
           return;
         }
-        await Promise.all(batch.map((w) => runner.one(w.input).then(w.resolve, w.reject)));
+        // Each input goes again alone, and the batch's slot goes back now: one of them may wait
+        // long (a key another transaction holds), and the calls made meanwhile must not wait
+        // with it. Each keeps its identity until its own answer.
+        for (const waiting of batch) {
+          const alone = (): void => {
+            letGo(waiting.id);
+            flush();
+          };
+          runner.one(waiting.input).then(waiting.resolve, waiting.reject).then(alone, alone);
+        }
+        slots.give();
+        flush();
       },
     );
+  };
 
   /** Sends batches while calls wait and slots are free (more than one only past `maxSize`). */
   const flush = (): void => {
@@ -194,11 +217,7 @@ export function createBatcher<I, O>(runner: BatchRunner<I, O>): (input: I) => Pr
       batch.length === 1
         ? runner.one((batch[0] as Waiting<I, O>).input).then((output) => [output])
         : runner.many(batch.map((w) => w.input));
-    void settle(batch, sent).finally(() => {
-      for (const waiting of batch) letGo(waiting.id);
-      slots.give();
-      flush();
-    });
+    settle(batch, sent);
     return true;
   };
 

@@ -11,6 +11,7 @@ import { createFakeProvider } from '../../src/testing/index.js';
 import { randomUUID } from 'node:crypto';
 import pg from 'pg';
 import { BATCH_LOCK_WAIT_MS, batchStatements } from '../../src/store/batchStatements.js';
+import { claimValues } from '../../src/store/claimKey.js';
 import { createTestDatabase, type TestDatabase } from '../support/testDatabase.js';
 import { aGate, aKey, aRequest, waitFor, waitingOnLocks } from '../support/charges.js';
 
@@ -98,6 +99,15 @@ describe('group commit beside a key held by another transaction', () => {
       expect(allSucceeded(await unrelated)).toBe(true);
       expect(heldSettled).toBe(false);
       expect(await waitingOnLocks(db.pool)).toBe(1);
+      // Nor do the calls made after the batch was split: a batch of them, then one alone.
+      const later = Promise.all(
+        Array.from({ length: 5 }, () => engine.processCharge(aKey(), aRequest({ merchantId }))),
+      );
+      expect(await settlesWhile(later)).toBe(true);
+      const lone = engine.processCharge(aKey(), aRequest({ merchantId }));
+      expect(await settlesWhile(lone)).toBe(true);
+      expect(allSucceeded([...(await later), await lone])).toBe(true);
+      expect(heldSettled).toBe(false);
     } finally {
       release();
     }
@@ -111,8 +121,8 @@ describe('group commit beside a key held by another transaction', () => {
     } else {
       expect(waited).toMatchObject({ chargeId: holderOutcome.chargeId, replayed: true });
     }
-    // The warm-up and the 11 unrelated keys: nothing for the held key at this engine's provider.
-    expect(provider.ledger()).toHaveLength(12);
+    // The warm-up and the 17 other keys: nothing for the held key at this engine's provider.
+    expect(provider.ledger()).toHaveLength(18);
   });
 
   it('a statement timeout on the held key fails that call alone, with 503', async () => {
@@ -141,23 +151,32 @@ describe('group commit beside a key held by another transaction', () => {
   });
 });
 
-describe("a batch statement's lock timeout", () => {
-  /** The batch completion of one key that does not exist (nothing written), on `client`. */
-  const completeNothing = (client: pg.Client) =>
-    client.query({
-      text: batchStatements(db.tables).complete.text,
-      values: [
-        ['m'],
-        ['charge'],
-        [aKey()],
-        [randomUUID()],
-        ['succeeded'],
-        ['ch'],
-        [null],
-        [200],
-        ['{}'],
-      ],
+describe("a batch claim's lock timeout", () => {
+  /** A batch claim of one new key (a fresh charge's first statement), on `client`. */
+  const claimOne = (client: pg.Client) => {
+    const values = claimValues({
+      merchantId: 'm_lock_timeout',
+      operation: 'charge',
+      key: aKey(),
+      reserve: true,
+      requestHash: 'h',
+      canonicalRequest: '{}',
+      chargeId: randomUUID(),
+      lockToken: randomUUID(),
+      leaseMs: 30_000,
+      customerId: 'c_1',
+      amountMinor: 100,
+      currency: 'NGN',
+      description: null,
+      metadata: null,
+      providerKey: randomUUID(),
+      authorizedOnly: false,
     });
+    return client.query({
+      text: batchStatements(db.tables).claim.text,
+      values: values.map((value) => [value]),
+    });
+  };
   const lockTimeout = async (client: pg.Client) =>
     (await client.query<{ lock_timeout: string }>('SHOW lock_timeout')).rows[0]?.lock_timeout;
 
@@ -166,23 +185,23 @@ describe("a batch statement's lock timeout", () => {
     await client.connect();
     try {
       await client.query('BEGIN');
-      await completeNothing(client);
+      await claimOne(client);
       expect(await lockTimeout(client)).toBe(`${BATCH_LOCK_WAIT_MS}ms`);
       await client.query('COMMIT');
       expect(await lockTimeout(client)).toBe('0');
 
       // Alone, as the batcher sends it: its implicit transaction ends with it.
-      await completeNothing(client);
+      await claimOne(client);
       expect(await lockTimeout(client)).toBe('0');
 
       await client.query("SET lock_timeout = '20ms'");
       await client.query('BEGIN');
-      await completeNothing(client);
+      await claimOne(client);
       expect(await lockTimeout(client)).toBe('20ms');
       await client.query('ROLLBACK');
       await client.query("SET lock_timeout = '5s'");
       await client.query('BEGIN');
-      await completeNothing(client);
+      await claimOne(client);
       expect(await lockTimeout(client)).toBe(`${BATCH_LOCK_WAIT_MS}ms`);
       await client.query('ROLLBACK');
       expect(await lockTimeout(client)).toBe('5s');
