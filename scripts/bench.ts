@@ -96,7 +96,7 @@ try {
   );
   for (const wire of batchedRoundTrips ?? []) {
     console.log(
-      `  ${wire.design.padEnd(12)} c${wire.concurrency}: ${wire.fresh.roundTrips.toFixed(2)} / ${wire.replay.roundTrips.toFixed(2)} (${wire.fresh.callsPerCommit.toFixed(1)} fresh calls a commit)`,
+      `  ${wire.design.padEnd(12)} c${wire.concurrency}: ${wire.fresh.roundTrips.toFixed(2)} / ${wire.replay.roundTrips.toFixed(2)} (mean batch ${(2 / wire.fresh.roundTrips).toFixed(1)} / ${(1 / wire.replay.roundTrips).toFixed(1)})`,
     );
   }
 

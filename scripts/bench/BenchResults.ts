@@ -57,8 +57,8 @@ export type WireCost = {
 export type BatchedWireCost = {
   design: DesignName;
   concurrency: number;
-  fresh: WireCost & { callsPerCommit: number };
-  replay: WireCost & { callsPerCommit: number };
+  fresh: WireCost;
+  replay: WireCost;
 };
 
 /** The engine's sweeper draining abandoned keys. */

@@ -56,6 +56,11 @@ export type Design = {
    * it, `runDuring` runs the calls as they are.
    */
   during?: <T>(run: () => Promise<T>) => Promise<T>;
+  /**
+   * Engines behind it, taking calls in turn (`spreadDesign`); one when absent. Each engine's
+   * first call pays for its start-up, so a warm-up makes this many.
+   */
+  instances?: number;
   /** Ends the design's pool. */
   end(): Promise<void>;
 };

@@ -17,8 +17,8 @@ const MEASURED: readonly DesignName[] = ['engine', 'floor'];
 /**
  * Round trips and commits per call under concurrency, counted on the wire through a counting
  * proxy, on the bench's pool size: with group commit, one round trip and one commit serve a
- * whole batch, so the cost per call is what the batch size amortizes it to (`callsPerCommit` is
- * the mean number of calls a commit served). The floor, one statement per call, is beside it.
+ * whole batch, so the cost per call is what the batch size amortizes it to. The floor, one
+ * statement per call, is beside it.
  * The proxy adds a hop of its own, so batch sizes here are indicative, not those of the timed
  * runs. Null when the connection is encrypted and the proxy cannot read it.
  */
@@ -37,7 +37,9 @@ export async function measureBatchedRoundTrips(
     const results: BatchedWireCost[] = [];
     for (const design of designs) {
       const prefix = `wire-batched-${randomUUID()}`;
-      await design.charge(`${prefix}-first`, benchRequest(0));
+      for (let i = 0; i < (design.instances ?? 1); i++) {
+        await design.charge(`${prefix}-first-${i}`, benchRequest(i));
+      }
       for (const concurrency of concurrencies) {
         const keys = Array.from({ length: CALLS }, (_, i) => `${prefix}-c${concurrency}-${i}`);
         const cost = async (kind: 'charged' | 'replayed') => {
@@ -50,7 +52,6 @@ export async function measureBatchedRoundTrips(
           return {
             roundTrips: roundTrips / CALLS,
             transactions: endedIdle / CALLS,
-            callsPerCommit: endedIdle === 0 ? 0 : CALLS / endedIdle,
           };
         };
         const fresh = await cost('charged');

@@ -4,7 +4,7 @@ import type { RoundTrips, WireCost } from './BenchResults.js';
 import { benchRequest } from './benchRequest.js';
 import type { BenchProvider } from './createBenchProvider.js';
 import { createDesigns, endDesigns } from './createDesigns.js';
-import type { DesignName } from './Design.js';
+import { runDuring, type DesignName } from './Design.js';
 
 /** Charges per measurement: the count is exact, so a few show that it does not vary. */
 const CALLS = 20;
@@ -26,10 +26,13 @@ export async function measureRoundTrips(
     for (const design of designs) {
       const prefix = `wire-${randomUUID()}`;
       // Connection set-up and the first Parse of a prepared statement are not part of a charge
-      // (Parse shares the charge's round trip anyway).
-      await design.charge(`${prefix}-first`, benchRequest(0));
+      // (Parse shares the charge's round trip anyway): one first charge per engine behind it.
+      for (let i = 0; i < (design.instances ?? 1); i++) {
+        await runDuring(design, () => design.charge(`${prefix}-first-${i}`, benchRequest(i)));
+      }
       const keys = Array.from({ length: CALLS }, (_, i) => `${prefix}-${i}`);
-      const cost = async (kind: 'charged' | 'replayed'): Promise<WireCost> => {
+      const cost = (kind: 'charged' | 'replayed') => runDuring(design, () => count(kind));
+      const count = async (kind: 'charged' | 'replayed'): Promise<WireCost> => {
         proxy.reset();
         for (const [i, key] of keys.entries()) {
           const outcome = await design.charge(key, benchRequest(i));

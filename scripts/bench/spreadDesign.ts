@@ -10,6 +10,7 @@ export function spreadDesign(name: DesignName, instances: readonly Design[]): De
   let next = 0;
   return {
     name,
+    instances: instances.length,
     charge(key, request) {
       const instance = instances[next] as Design;
       next = (next + 1) % instances.length;
