@@ -245,6 +245,7 @@ export function createChargeEngine(options: ChargeEngineOptions): ChargeEngine {
       observer.instruments?.observeKeys(
         async () => readUnfinishedKeys(await env.pool(), env.tables),
         KEY_GAUGE_SAMPLE_MS,
+        env.tables.schema,
       ) ?? stopKeyGauges;
   });
 

@@ -15,9 +15,10 @@ export type KeyGauges = {
    * last sample is older, never on every scrape. What it returns stops the sampling (the engine
    * closed, its pool with it): the callbacks observe nothing more. (The JavaScript SDK still
    * reports an attribute set it saw once, at its last value, until its meter provider shuts
-   * down: opentelemetry-js#4096.)
+   * down: opentelemetry-js#4096.) Every point carries `chargeonce.schema`: engines on several
+   * schemas that share a meter each report their own keys, not one over the other's.
    */
-  observeKeys(sample: () => Promise<KeyCounts>, everyMs: number): () => void;
+  observeKeys(sample: () => Promise<KeyCounts>, everyMs: number, schema: string): () => void;
 };
 
 /** Observable gauges of unfinished keys by recovery point and the age of the oldest one. */
@@ -25,7 +26,9 @@ export function createKeyGauges(meter: Meter): KeyGauges {
   let latest: KeyCounts | null = null;
   let sampledAt = Number.NEGATIVE_INFINITY;
   let sampling: Promise<void> | null = null;
-  let sampler: { sample: () => Promise<KeyCounts>; everyMs: number } | null = null;
+  let sampler: { sample: () => Promise<KeyCounts>; everyMs: number; schema: string } | null = null;
+  /** The schema the last sample counted (kept with it: a sample outlives a stopped sampler). */
+  let latestSchema = '';
   /** The last sample, refreshed first when it is older than `everyMs` (one query at a time). */
   const current = async (): Promise<KeyCounts | null> => {
     if (sampler && !sampling && performance.now() - sampledAt >= sampler.everyMs) {
@@ -35,7 +38,10 @@ export function createKeyGauges(meter: Meter): KeyGauges {
         .sample()
         .then((counts) => {
           // A sample that ends after the gauges were stopped is not shown.
-          if (sampler === own) latest = counts;
+          if (sampler === own) {
+            latest = counts;
+            latestSchema = own.schema;
+          }
         })
         // A failed sample keeps the last values: the store's own errors are reported elsewhere.
         .catch(() => undefined)
@@ -54,7 +60,10 @@ export function createKeyGauges(meter: Meter): KeyGauges {
     if (!counts) return;
     for (const [point, count] of Object.entries(counts.byRecoveryPoint)) {
       if (point === 'completed' || point === 'expired') continue;
-      result.observe(count, { 'chargeonce.recovery_point': point });
+      result.observe(count, {
+        'chargeonce.recovery_point': point,
+        'chargeonce.schema': latestSchema,
+      });
     }
   });
   meter
@@ -65,12 +74,16 @@ export function createKeyGauges(meter: Meter): KeyGauges {
     })
     .addCallback(async (result) => {
       const counts = await current();
-      if (counts) result.observe((counts.oldestUnfinishedMs ?? 0) / 1000);
+      if (counts) {
+        result.observe((counts.oldestUnfinishedMs ?? 0) / 1000, {
+          'chargeonce.schema': latestSchema,
+        });
+      }
     });
   return {
     unfinished,
-    observeKeys(sample, everyMs) {
-      const own = { sample, everyMs };
+    observeKeys(sample, everyMs, schema) {
+      const own = { sample, everyMs, schema };
       sampler = own;
       return () => {
         if (sampler !== own) return;

@@ -27,7 +27,7 @@ export type Instruments = {
    * Feeds the unfinished-key gauges: `sample` is called at most every `everyMs`, when a reader
    * collects and the last sample is older, never on every scrape. What it returns stops them.
    */
-  observeKeys(sample: () => Promise<KeyCounts>, everyMs: number): () => void;
+  observeKeys(sample: () => Promise<KeyCounts>, everyMs: number, schema: string): () => void;
 };
 
 /** Latency buckets in seconds: a millisecond to a minute (provider calls can be slow). */
@@ -172,8 +172,8 @@ export function createInstruments(meter: Meter): Instruments {
     providerDuration(seconds, call, outcome) {
       providerSeconds.record(seconds, providerSets(call, outcome));
     },
-    observeKeys(sample, everyMs) {
-      return keyGauges.observeKeys(sample, everyMs);
+    observeKeys(sample, everyMs, schema) {
+      return keyGauges.observeKeys(sample, everyMs, schema);
     },
   };
 }

@@ -7,15 +7,17 @@ import { OnDemandMetricReader } from '../../scripts/support/onDemandMetricReader
 
 function gaugesOnAReader() {
   const reader = new OnDemandMetricReader();
-  const gauges = createKeyGauges(new MeterProvider({ readers: [reader] }).getMeter('test'));
-  const unfinished = async () => {
+  const meter = new MeterProvider({ readers: [reader] }).getMeter('test');
+  const gauges = createKeyGauges(meter);
+  const points = async (name: string) => {
     const { resourceMetrics } = await reader.collect();
     const metric = resourceMetrics.scopeMetrics
       .flatMap((s) => s.metrics)
-      .find((m) => m.descriptor.name === 'chargeonce.keys.unfinished');
-    return ((metric?.dataPoints ?? []) as DataPoint<number>[]).map((p) => p.value);
+      .find((m) => m.descriptor.name === name);
+    return (metric?.dataPoints ?? []) as DataPoint<number>[];
   };
-  return { gauges, unfinished };
+  const unfinished = async () => (await points('chargeonce.keys.unfinished')).map((p) => p.value);
+  return { meter, gauges, points, unfinished };
 }
 
 const counts = (started: number): KeyCounts => ({
@@ -27,7 +29,7 @@ describe('unfinished-key gauges', () => {
   it('sample once per window: a second collection inside it reads the first sample', async () => {
     const { gauges, unfinished } = gaugesOnAReader();
     let samples = 0;
-    gauges.observeKeys(() => Promise.resolve(counts(++samples)), 60_000);
+    gauges.observeKeys(() => Promise.resolve(counts(++samples)), 60_000, 'chargeonce');
 
     expect(await unfinished()).toEqual([1, 0, 0]);
     expect(await unfinished()).toEqual([1, 0, 0]);
@@ -43,6 +45,7 @@ describe('unfinished-key gauges', () => {
           finish = resolve;
         }),
       0,
+      'chargeonce',
     );
     const collecting = unfinished();
     // The engine closes while its sample is still out.
@@ -52,5 +55,22 @@ describe('unfinished-key gauges', () => {
 
     expect(await collecting).toEqual([]);
     expect(await unfinished()).toEqual([]);
+  });
+
+  it('of two engines on one meter, on two schemas, show both, each under its schema', async () => {
+    const { meter, gauges, points } = gaugesOnAReader();
+    // A second engine's instruments on the same meter.
+    const others = createKeyGauges(meter);
+    gauges.observeKeys(() => Promise.resolve(counts(3)), 60_000, 'payments');
+    others.observeKeys(() => Promise.resolve(counts(5)), 60_000, 'refunds_eu');
+
+    const started = (await points('chargeonce.keys.unfinished'))
+      .filter((p) => p.attributes['chargeonce.recovery_point'] === 'started')
+      .map((p) => [p.attributes['chargeonce.schema'], p.value]);
+    expect(Object.fromEntries(started)).toEqual({ payments: 3, refunds_eu: 5 });
+    const ages = (await points('chargeonce.keys.oldest_unfinished_age')).map(
+      (p) => p.attributes['chargeonce.schema'],
+    );
+    expect(ages.sort()).toEqual(['payments', 'refunds_eu']);
   });
 });
