@@ -5,6 +5,7 @@ import { createObserver, SILENT_OBSERVER } from '../observability/observer.js';
 import { recordPendingTelemetry } from '../observability/recordLater.js';
 import { createGroupCommit } from '../store/groupCommit.js';
 import { createKeyWaiters } from '../store/keyWaiters.js';
+import { databaseNameOf } from '../store/databaseName.js';
 import { isPoolInput, resolvePool, type StorePools } from '../store/resolvePool.js';
 import { checkGroupCommit, checkHooks, checkPoolString, checkTelemetry } from './checkOptions.js';
 import { declareRetention } from '../store/retentionWindows.js';
@@ -219,6 +220,8 @@ export function createChargeEngine(options: ChargeEngineOptions): ChargeEngine {
           waiters: pools.pg && env.inProgress !== 'reject' ? createKeyWaiters(pools.pg) : null,
         };
         if (!closed) env.readyPools = ready;
+        const database = databaseNameOf(pools.pg);
+        env.dbNamespace = database === null ? null : `${database}.${env.tables.schema}`;
         return ready;
       })
       /* eslint-enable no-restricted-syntax */
@@ -463,6 +466,7 @@ function buildEnv(options: ChargeEngineOptions): EngineEnv {
     pool: () => Promise.reject(new Error('pool not resolved')),
     pools: () => Promise.reject(new Error('pool not resolved')),
     readyPools: null,
+    dbNamespace: null,
     tables: tablesIn(options.schema ?? DEFAULT_SCHEMA),
     provider: options.provider,
     operation,

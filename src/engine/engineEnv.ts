@@ -31,4 +31,9 @@ export type EngineEnv = {
   separateClaim: boolean;
   /** Where events, spans and metrics go (silent until the engine's observer is ready). */
   observer: Observer;
+  /**
+   * The phase spans' `db.namespace`: the schema qualified by the database name
+   * (`payments.chargeonce`), once the pools are resolved and when the pool's settings name it.
+   */
+  dbNamespace: string | null;
 };

@@ -442,6 +442,7 @@ function phaseAttributes(env: EngineEnv, phase: string, scoped: ScopedKey): Attr
     'db.collection.name': 'idempotency_keys',
     'db.operation.name': PHASE_STATEMENT[phase] ?? phase,
   };
+  if (env.dbNamespace !== null) attributes['db.namespace'] = env.dbNamespace;
   if (env.observer.recordKeys) attributes['chargeonce.key'] = scoped.key;
   return attributes;
 }

@@ -62,7 +62,11 @@ describe('OpenTelemetry', () => {
     for (const child of ['chargeonce.claim', 'chargeonce.provider.create', 'chargeonce.complete']) {
       expect(parentOf(only(child)), child).toBe(root.spanContext().spanId);
     }
-    expect(only('chargeonce.claim').attributes).toMatchObject({ 'db.system.name': 'postgresql' });
+    expect(only('chargeonce.claim').attributes).toMatchObject({
+      'db.system.name': 'postgresql',
+      // The schema qualified by the database, after OpenTelemetry's PostgreSQL conventions.
+      'db.namespace': `${sdk.db.name}.chargeonce`,
+    });
     const everything = JSON.stringify(spans.getFinishedSpans().map((s) => s.attributes));
     expect(everything).not.toContain('s3cr3t');
 
