@@ -1,6 +1,7 @@
 import type { DatabaseTransactionConnection } from 'slonik';
 import { isSlonikToken, rawQuery, slonikTextQuery } from '../store/rawQuery.js';
 import { InvalidConfigurationError } from '../errors.js';
+import { markHookError } from '../store/hookErrors.js';
 
 /**
  * What a hook's statement returns: the rows and how many. Values come as chargeonce's SQL layer
@@ -120,7 +121,9 @@ function refuseResultShapes(statement: object): void {
 export function hookTransaction(tx: DatabaseTransactionConnection): HookTransaction {
   return {
     query: async (statement: string | HookStatement, values?: readonly unknown[]) => {
-      const result = await tx.query(toToken(statement, values));
+      const result = await tx.query(toToken(statement, values)).catch((error: unknown) => {
+        throw markHookError(error);
+      });
       const rows = result.rows as readonly Record<string, unknown>[];
       return { rows: [...rows], rowCount: result.rowCount };
     },

@@ -53,6 +53,12 @@ export function createSharedLoad(): { at: (limit: () => number) => SharedLoad } 
  */
 const nextTurn = setImmediate;
 
+/** The real `setTimeout`, for the same reason (see `stalledAfterMs`). */
+const laterTimer = setTimeout;
+
+/** A slot taken by a batch or a lone call: `counted` until given back or counted free as stalled. */
+type Slot = { takenAt: number; counted: boolean };
+
 /** Batches gathered in this turn of the event loop, by every batcher, and not yet sent. */
 let gatheringNow = 0;
 
@@ -111,6 +117,14 @@ export type BatchRunner<I, O> = {
    * constraint, a deadlock) is retried input by input.
    */
   failsEveryInput: (error: unknown) => boolean;
+  /**
+   * How long a batch (or a call sent alone on a slot) may hold its slot while calls wait for
+   * one: past it, the slot is counted free and the waiting calls go out, while the stalled
+   * statement finishes when it does. A statement waiting on a lock another transaction holds
+   * (another process's claim inside its `reserve` hook) must not hold up the engine's other
+   * calls until that transaction ends. Without it, a slot is held until its statement returns.
+   */
+  stalledAfterMs?: number;
 };
 
 /**
@@ -128,16 +142,53 @@ export function createBatcher<I, O>(runner: BatchRunner<I, O>): (input: I) => Pr
   let batches = 0;
   const { maxInFlight } = runner;
   const limit = typeof maxInFlight === 'number' ? () => maxInFlight : maxInFlight;
+  /** The slots taken and not yet given back, each with when it was taken. */
+  const held = new Set<Slot>();
   const slots = {
-    take: (): boolean => {
-      if (batches >= limit()) return false;
+    take: (): Slot | null => {
+      if (batches >= limit()) {
+        watchForStalls();
+        return null;
+      }
       batches += 1;
-      return true;
+      const slot = { takenAt: performance.now(), counted: true };
+      held.add(slot);
+      return slot;
     },
-    // Every return of a slot is followed by a flush, which sends what waited for it.
-    give: (): void => {
-      batches -= 1;
+    // Every return of a slot is followed by a flush, which sends what waited for it. A slot
+    // already counted free as stalled is not counted again.
+    give: (slot: Slot): void => {
+      held.delete(slot);
+      if (slot.counted) {
+        slot.counted = false;
+        batches -= 1;
+      }
     },
+  };
+
+  // One timer, and only while calls wait for a slot: when the oldest slot has been held
+  // `stalledAfterMs`, it is counted free (its statement still runs) and what waits goes out.
+  let stallTimer: ReturnType<typeof setTimeout> | null = null;
+  const watchForStalls = (): void => {
+    const stalledAfterMs = runner.stalledAfterMs;
+    if (stalledAfterMs === undefined || stallTimer !== null || queue.length === 0) return;
+    let oldest = Infinity;
+    for (const slot of held) if (slot.counted) oldest = Math.min(oldest, slot.takenAt);
+    if (oldest === Infinity) return;
+    const inMs = Math.max(1, Math.ceil(oldest + stalledAfterMs - performance.now()));
+    stallTimer = laterTimer(() => {
+      stallTimer = null;
+      const now = performance.now();
+      for (const slot of held) {
+        if (slot.counted && now - slot.takenAt >= stalledAfterMs) {
+          slot.counted = false;
+          batches -= 1;
+        }
+      }
+      flush();
+      watchForStalls();
+    }, inMs);
+    stallTimer.unref();
   };
   /** Identities in flight, and how many inputs of each. */
   const inFlight = new Map<string, number>();
@@ -151,22 +202,22 @@ export function createBatcher<I, O>(runner: BatchRunner<I, O>): (input: I) => Pr
   };
 
   /** A batch is done with: its identities and its slot go back, and what waited goes out. */
-  const finish = (batch: Waiting<I, O>[]): void => {
+  const finish = (batch: Waiting<I, O>[], slot: Slot): void => {
     for (const waiting of batch) letGo(waiting.id);
-    slots.give();
+    slots.give(slot);
     flush();
   };
 
-  const settle = (batch: Waiting<I, O>[], sent: Promise<O[]>): void => {
+  const settle = (batch: Waiting<I, O>[], sent: Promise<O[]>, slot: Slot): void => {
     sent.then(
       (outputs) => {
         batch.forEach((w, i) => w.resolve(outputs[i] as O));
-        finish(batch);
+        finish(batch, slot);
       },
       (error: unknown) => {
         if (batch.length === 1 || runner.failsEveryInput(error)) {
           batch.forEach((w) => w.reject(error));
-          finish(batch);
+          finish(batch, slot);
           return;
         }
         // Each input goes again alone, and the batch's slot goes back now: one of them may wait
@@ -179,7 +230,7 @@ export function createBatcher<I, O>(runner: BatchRunner<I, O>): (input: I) => Pr
           };
           runner.one(waiting.input).then(waiting.resolve, waiting.reject).then(alone, alone);
         }
-        slots.give();
+        slots.give(slot);
         flush();
       },
     );
@@ -193,7 +244,8 @@ export function createBatcher<I, O>(runner: BatchRunner<I, O>): (input: I) => Pr
   /** Sends one batch of what waits, if a slot is free; false when it sent nothing. */
   const flushOne = (): boolean => {
     if (queue.length === 0) return false;
-    if (!slots.take()) return false;
+    const slot = slots.take();
+    if (!slot) return false;
     const batch: Waiting<I, O>[] = [];
     const rest: Waiting<I, O>[] = [];
     const taken = runner.sharesIdentity ? null : new Set<string>();
@@ -208,7 +260,7 @@ export function createBatcher<I, O>(runner: BatchRunner<I, O>): (input: I) => Pr
     }
     // Only calls whose identity is in flight: the slot goes back, and their return flushes again.
     if (batch.length === 0) {
-      slots.give();
+      slots.give(slot);
       return false;
     }
     queue = rest;
@@ -217,7 +269,7 @@ export function createBatcher<I, O>(runner: BatchRunner<I, O>): (input: I) => Pr
       batch.length === 1
         ? runner.one((batch[0] as Waiting<I, O>).input).then((output) => [output])
         : runner.many(batch.map((w) => w.input));
-    settle(batch, sent);
+    settle(batch, sent, slot);
     return true;
   };
 
@@ -257,7 +309,7 @@ export function createBatcher<I, O>(runner: BatchRunner<I, O>): (input: I) => Pr
         const release = (): void => {
           load?.leave();
           letGo(id);
-          if (slotted) slots.give();
+          if (slotted) slots.give(slotted);
           flush();
         };
         const sent = runner.one(input);

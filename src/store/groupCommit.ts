@@ -60,6 +60,14 @@ function poolSize(pool: PgPoolLike): number {
 const WRITING_IN_FLIGHT = 1;
 const READING_IN_FLIGHT = 2;
 
+/**
+ * How long a statement may hold one of the batchers' slots while other calls wait for it (see
+ * `stalledAfterMs`): a claim that waits on another process's uncommitted key, or a commit that
+ * stalls, no longer holds the engine's other calls back past this. Far above a commit's few
+ * milliseconds, so a steady load keeps one batch per flush.
+ */
+const STALLED_SLOT_MS = 100;
+
 /** The load at which writing statements batch: any other call waiting on a statement. */
 const WRITING_LIGHT_LOAD = 1;
 
@@ -121,6 +129,7 @@ export function createGroupCommit(pool: PgPoolLike, tables: Tables): GroupCommit
       maxInFlight: claims.limit,
       load: load.at(() => (claims.reading() ? connections : WRITING_LIGHT_LOAD)),
       failsEveryInput: isOutOfReach,
+      stalledAfterMs: STALLED_SLOT_MS,
     }),
     complete: createBatcher<CompletionInput, boolean>({
       one: (input) => completeKeyPrepared(pool, tables, input),
@@ -139,6 +148,7 @@ export function createGroupCommit(pool: PgPoolLike, tables: Tables): GroupCommit
       maxInFlight: WRITING_IN_FLIGHT,
       load: load.at(() => WRITING_LIGHT_LOAD),
       failsEveryInput: isOutOfReach,
+      stalledAfterMs: STALLED_SLOT_MS,
     }),
   };
 }

@@ -6,6 +6,7 @@ import {
 } from 'slonik';
 import { ChargeOnceError, SchemaNotMigratedError, StoreUnavailableError } from '../errors.js';
 import { rejected } from '../rejected.js';
+import { isHookError } from './hookErrors.js';
 import { tablesIn } from './tables.js';
 
 // The one place where PostgreSQL and driver failures are classified.
@@ -94,6 +95,7 @@ function messageOf(error: unknown): string {
  */
 export function missingSchemaOf(error: unknown): { schema: string | undefined } | null {
   for (let e: unknown = error, depth = 0; e !== undefined && depth < 5; e = causeOf(e), depth++) {
+    if (isHookError(e)) return null;
     const code = codeOf(e);
     // A column a later migration adds: the schema is there, at an older version. PostgreSQL
     // does not name the schema in this message.

@@ -125,6 +125,34 @@ describe('group commit beside a key held by another transaction', () => {
     expect(provider.ledger()).toHaveLength(18);
   });
 
+  it("the held key's claim sent alone does not hold up the calls made after it", async () => {
+    const merchantId = 'm_lone_lock_wait';
+    const heldKey = aKey();
+    const { held, release } = await holdKeyUncommitted(merchantId, heldKey);
+    const engine = createChargeEngine({ pool: db.pgPool, provider: createFakeProvider() });
+    await engine.processCharge(aKey(), aRequest({ merchantId: 'm_warm' }));
+
+    // The engine's only call: it goes out alone, on the batchers' one writing slot.
+    const onHeld = engine.processCharge(heldKey, aRequest({ merchantId }));
+    let heldSettled = false;
+    void onHeld.finally(() => (heldSettled = true)).catch(() => undefined);
+    try {
+      await waitFor(async () => (await waitingOnLocks(db.pool)) > 0);
+      const later = Promise.all(
+        Array.from({ length: 6 }, () => engine.processCharge(aKey(), aRequest({ merchantId }))),
+      );
+      expect(await settlesWhile(later)).toBe(true);
+      expect(allSucceeded(await later)).toBe(true);
+      expect(heldSettled).toBe(false);
+    } finally {
+      release();
+    }
+    const [holderOutcome, waited] = await Promise.all([held, onHeld.catch((e: unknown) => e)]);
+    if (!(waited instanceof IdempotencyKeyInUseError)) {
+      expect(waited).toMatchObject({ chargeId: holderOutcome.chargeId, replayed: true });
+    }
+  });
+
   it('a statement timeout on the held key fails that call alone, with 503', async () => {
     const merchantId = 'm_batch_lock_timeout';
     const heldKey = aKey();

@@ -95,4 +95,23 @@ describe('an unmigrated schema', () => {
     expect(error).not.toBeInstanceOf(SchemaNotMigratedError);
     expect(error).toMatchObject({ code: '42P01' });
   });
+
+  it.each([
+    ['a table named as one of chargeonce’s', 'SELECT * FROM public.charges'],
+    ['a column named as one a later migration adds', "UPDATE orders SET failure_code = 'x'"],
+    ['such a column, unqualified, in a SELECT', 'SELECT sweeps FROM orders'],
+  ])("a hook's SQL missing %s is its own error, not chargeonce's", async (_name, text) => {
+    const db = await track(createTestDatabase());
+    await db.pool.query(sql.unsafe`CREATE TABLE public.orders (id int)`);
+    const engine = createChargeEngine({
+      pool: db.pgPool,
+      provider: createFakeProvider(),
+      hooks: { reserve: async (tx) => void (await tx.query(text)) },
+    });
+
+    const error = await engine.processCharge(aKey(), aRequest()).catch((e: unknown) => e);
+
+    expect(error).not.toBeInstanceOf(SchemaNotMigratedError);
+    expect(['42P01', '42703']).toContain((error as { code?: unknown }).code);
+  });
 });
