@@ -134,7 +134,8 @@ export type BatchRunner<I, O> = {
  * the event loop and go out together, or, with every slot taken, for a batch to return and go out
  * together in the next. A call whose identity is in flight waits for it to return (see
  * `identity`). A batch that fails is sent again one input at a time, so one input's error never
- * fails another's.
+ * fails another's. (The one timer there is only counts a stalled statement's slot free, while
+ * calls wait for one: see `stalledAfterMs`. Nothing waits on a timer to be sent.)
  */
 export function createBatcher<I, O>(runner: BatchRunner<I, O>): (input: I) => Promise<O> {
   let queue: Waiting<I, O>[] = [];
