@@ -23,14 +23,13 @@ export type KeyGauges = {
 
 /** Observable gauges of unfinished keys by recovery point and the age of the oldest one. */
 export function createKeyGauges(meter: Meter): KeyGauges {
-  let latest: KeyCounts | null = null;
+  /** The last sample, with the schema it counted (a sample outlives a stopped sampler). */
+  let latest: { counts: KeyCounts; schema: string } | null = null;
   let sampledAt = Number.NEGATIVE_INFINITY;
   let sampling: Promise<void> | null = null;
   let sampler: { sample: () => Promise<KeyCounts>; everyMs: number; schema: string } | null = null;
-  /** The schema the last sample counted (kept with it: a sample outlives a stopped sampler). */
-  let latestSchema = '';
   /** The last sample, refreshed first when it is older than `everyMs` (one query at a time). */
-  const current = async (): Promise<KeyCounts | null> => {
+  const current = async (): Promise<typeof latest> => {
     if (sampler && !sampling && performance.now() - sampledAt >= sampler.everyMs) {
       sampledAt = performance.now();
       const own = sampler;
@@ -38,10 +37,7 @@ export function createKeyGauges(meter: Meter): KeyGauges {
         .sample()
         .then((counts) => {
           // A sample that ends after the gauges were stopped is not shown.
-          if (sampler === own) {
-            latest = counts;
-            latestSchema = own.schema;
-          }
+          if (sampler === own) latest = { counts, schema: own.schema };
         })
         // A failed sample keeps the last values: the store's own errors are reported elsewhere.
         .catch(() => undefined)
@@ -56,13 +52,13 @@ export function createKeyGauges(meter: Meter): KeyGauges {
     description: 'Keys not yet completed, by recovery point (sampled)',
   });
   unfinished.addCallback(async (result) => {
-    const counts = await current();
-    if (!counts) return;
-    for (const [point, count] of Object.entries(counts.byRecoveryPoint)) {
+    const sample = await current();
+    if (!sample) return;
+    for (const [point, count] of Object.entries(sample.counts.byRecoveryPoint)) {
       if (point === 'completed' || point === 'expired') continue;
       result.observe(count, {
         'chargeonce.recovery_point': point,
-        'chargeonce.schema': latestSchema,
+        'chargeonce.schema': sample.schema,
       });
     }
   });
@@ -73,10 +69,10 @@ export function createKeyGauges(meter: Meter): KeyGauges {
       unit: 's',
     })
     .addCallback(async (result) => {
-      const counts = await current();
-      if (counts) {
-        result.observe((counts.oldestUnfinishedMs ?? 0) / 1000, {
-          'chargeonce.schema': latestSchema,
+      const sample = await current();
+      if (sample) {
+        result.observe((sample.counts.oldestUnfinishedMs ?? 0) / 1000, {
+          'chargeonce.schema': sample.schema,
         });
       }
     });

@@ -13,7 +13,7 @@ export function rawQuery(text: string, values: readonly unknown[]): QuerySqlToke
   // unchanged. So each `$slonik_` of the text is sent as `$slonik_slonik_`, which that
   // replacement turns back into `$slonik_` (a hook's SQL may hold it in a literal).
   const sql = text.includes(SLONIK_MARK) ? text.replaceAll(SLONIK_MARK, SLONIK_MARK_KEPT) : text;
-  return { type: QUERY_TOKEN, sql, values, parser: undefined } as unknown as QuerySqlToken;
+  return slonikTextQuery(sql, values);
 }
 
 const SLONIK_MARK = '$slonik_';

@@ -128,33 +128,37 @@ function causeOf(error: unknown): unknown {
 
 /** True for a serialization failure or a deadlock: the work rolled back and may run again. */
 export function isRetryableStoreError(error: unknown): boolean {
+  return anyCause(error, (e) => RETRYABLE_SQLSTATES.has(codeOf(e) ?? ''));
+}
+
+/** True when `error` or one of its causes (five deep at most) passes `test`. */
+function anyCause(error: unknown, test: (e: unknown) => boolean): boolean {
   for (let e: unknown = error, depth = 0; e !== undefined && depth < 5; e = causeOf(e), depth++) {
-    const code = codeOf(e);
-    if (code !== undefined && RETRYABLE_SQLSTATES.has(code)) return true;
+    if (test(e)) return true;
   }
   return false;
 }
 
 /** True when the database could not be reached or dropped the connection. */
 export function isStoreUnavailable(error: unknown): boolean {
-  for (let e: unknown = error, depth = 0; e !== undefined && depth < 5; e = causeOf(e), depth++) {
-    if (
-      e instanceof ConnectionError ||
-      e instanceof BackendTerminatedError ||
-      e instanceof BackendTerminatedUnexpectedlyError ||
-      e instanceof StatementTimeoutError
-    ) {
-      return true;
-    }
-    const code = codeOf(e);
-    if (code !== undefined && (UNAVAILABLE_SQLSTATE.test(code) || UNAVAILABLE_ERRNO.has(code))) {
-      return true;
-    }
-    if (e instanceof Error && /Connection terminated|pool (is )?(ended|closed)/i.test(e.message)) {
-      return true;
-    }
+  return anyCause(error, isUnavailableItself);
+}
+
+/** One error of a cause chain, on its own: see `isStoreUnavailable`. */
+function isUnavailableItself(e: unknown): boolean {
+  if (
+    e instanceof ConnectionError ||
+    e instanceof BackendTerminatedError ||
+    e instanceof BackendTerminatedUnexpectedlyError ||
+    e instanceof StatementTimeoutError
+  ) {
+    return true;
   }
-  return false;
+  const code = codeOf(e);
+  if (code !== undefined && (UNAVAILABLE_SQLSTATE.test(code) || UNAVAILABLE_ERRNO.has(code))) {
+    return true;
+  }
+  return e instanceof Error && /Connection terminated|pool (is )?(ended|closed)/i.test(e.message);
 }
 
 /**
@@ -166,12 +170,10 @@ export function isStoreUnavailable(error: unknown): boolean {
 const WAIT_CUT_SHORT_SQLSTATES = new Set(['57014', '55P03']);
 
 function isWaitCutShort(error: unknown): boolean {
-  for (let e: unknown = error, depth = 0; e !== undefined && depth < 5; e = causeOf(e), depth++) {
-    if (e instanceof StatementTimeoutError) return true;
-    const code = codeOf(e);
-    if (code !== undefined && WAIT_CUT_SHORT_SQLSTATES.has(code)) return true;
-  }
-  return false;
+  return anyCause(
+    error,
+    (e) => e instanceof StatementTimeoutError || WAIT_CUT_SHORT_SQLSTATES.has(codeOf(e) ?? ''),
+  );
 }
 
 /**
