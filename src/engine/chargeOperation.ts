@@ -15,7 +15,8 @@ import { chargePhase, crashPoint } from './chargePhase.js';
 import type { EngineEnv } from './engineEnv.js';
 import type { HeldLease } from './lease.js';
 import { observePhase } from './observeCharge.js';
-import { existingKey } from './existingKey.js';
+import { existingKey, keyHeldElsewhere } from './existingKey.js';
+import { isKeyLockWait } from '../store/keyLockWait.js';
 import { replayOf } from './outcomes.js';
 import type { OperationDefinition } from './phaseMachine.js';
 import { reservePhase } from './reservePhase.js';
@@ -84,22 +85,26 @@ export const CHARGE: OperationDefinition<ChargeRequest, KeyState, OwnedChargeKey
       'claim',
       scoped,
       () =>
-        withStore((): Promise<ClaimResult | { kind: 'rejected'; outcome: ChargeOutcome }> => {
-          if (!reserveHook) return claimKey(pool, env.tables, input, fastClaim(env, pools));
-          // With a hook the claim, the intent and the caller's SQL share one explicit transaction.
-          return pool.transaction(async (tx) => {
-            const claim = await claimKey(tx, env.tables, input);
-            if (claim.kind !== 'claimed') return claim;
-            const rejected = await runReserveHook(tx, env, {
-              scoped,
-              lockToken,
-              chargeId,
-              providerKey,
-              request: v.request,
+        claimWithStore(
+          env,
+          scoped,
+          (): Promise<ClaimResult | { kind: 'rejected'; outcome: ChargeOutcome }> => {
+            if (!reserveHook) return claimKey(pool, env.tables, input, fastClaim(env, pools));
+            // With a hook the claim, the intent and the caller's SQL share one explicit transaction.
+            return pool.transaction(async (tx) => {
+              const claim = await claimKey(tx, env.tables, input);
+              if (claim.kind !== 'claimed') return claim;
+              const rejected = await runReserveHook(tx, env, {
+                scoped,
+                lockToken,
+                chargeId,
+                providerKey,
+                request: v.request,
+              });
+              return rejected ? { kind: 'rejected' as const, outcome: rejected } : claim;
             });
-            return rejected ? { kind: 'rejected' as const, outcome: rejected } : claim;
-          });
-        }),
+          },
+        ),
       undefined,
       (claim) => claim.kind === 'existing' && claim.state.recoveryPoint === 'completed',
     );
@@ -186,4 +191,14 @@ function fastClaim(env: EngineEnv, pools: StorePools) {
   if (pools.group) return pools.group.claim;
   const pg = pools.pg;
   return pg ? (claim: ClaimInput) => claimKeyPrepared(pg, env.tables, claim) : null;
+}
+
+/**
+ * A claim, its store errors translated: a claim whose insert waited past `KEY_LOCK_WAIT_MS` on a
+ * key another transaction holds uncommitted is a 409, as any key in progress.
+ */
+function claimWithStore<T>(env: EngineEnv, scoped: ScopedKey, claim: () => Promise<T>): Promise<T> {
+  return withStore(claim).then(undefined, (error: unknown) => {
+    throw isKeyLockWait(error) ? keyHeldElsewhere(env, scoped, error) : error;
+  });
 }

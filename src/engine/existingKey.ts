@@ -67,6 +67,22 @@ export function examineExistingKey(
 }
 
 /**
+ * The 409 of a claim or takeover whose wait on the key's lock was cut short (`isKeyLockWait`):
+ * another transaction holds the key, uncommitted or locked, so another attempt is in progress.
+ * Its lease is not known: the retry hint is the one of a lease just taken.
+ */
+export function keyHeldElsewhere(
+  env: EngineEnv,
+  scoped: ScopedKey,
+  cause: unknown,
+): IdempotencyKeyInUseError {
+  const retryAfterMs = retryAfterForLease(env.leaseMs);
+  if (env.inProgress === 'reject')
+    env.observer.event({ type: 'conflict', ...scoped, retryAfterMs });
+  return new IdempotencyKeyInUseError(retryAfterMs, { cause });
+}
+
+/**
  * A 422 that names the fields that differ from the stored request (the claim returned it because
  * the fingerprints differ). A tombstone keeps no request: then the refusal names none.
  */

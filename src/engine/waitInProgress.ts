@@ -45,9 +45,10 @@ export async function waitInProgress<T>(
         const wait = waiters.wait(payload, Math.min(left, FALLBACK_POLL_MS));
         try {
           const marked = await withStore(() =>
-            waiters.markOnce(payload, () => markWaiting(pg, env.tables, scoped)),
+            waiters.markOnce(payload, () => markWaiting(pg, env.tables, scoped, left)),
           );
-          // Not in progress any more: the outcome is there to read (or the key to take).
+          // Not in progress any more: the outcome is there to read (or the key to take); or the
+          // mark waited for the wait left and was cut short: looked at again, the wait is over.
           if (marked) await wait.woken;
         } finally {
           wait.cancel();

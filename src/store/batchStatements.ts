@@ -8,17 +8,15 @@ import {
   type PreparedStatement,
 } from './hotStatements.js';
 import type { Tables } from './tables.js';
+import { KEY_LOCK_WAIT_MS, lockWaitCte } from './keyLockWait.js';
 
 /** The hot statements over arrays: many claims (or completions) in one round trip and commit. */
 export type BatchStatements = { claim: PreparedStatement; complete: PreparedStatement };
 
 /**
- * How long a batch claim waits on a lock before it gives up and goes again one call at a time:
- * a key held uncommitted by another transaction (a claim inside another process's `reserve`
- * hook) must hold up only its own call, not the batch's other keys until that transaction ends
- * or the statement times out. Batches of different processes claiming one key wait for each
- * other's commit, a few milliseconds; this is well past that. A shorter `lock_timeout` of the
- * session's is kept.
+ * A batch of claims waits on a lock for `KEY_LOCK_WAIT_MS` at most, as a claim alone does, then
+ * goes again one call at a time: a key held uncommitted by another transaction (a claim inside
+ * another process's `reserve` hook) must hold up only its own call, not the batch's other keys.
  *
  * Claims only. A batch completion updates keys its own attempts hold the leases of, which
  * another transaction holds only for a moment (a waiter's mark), and one that wakes waiters
@@ -26,18 +24,7 @@ export type BatchStatements = { claim: PreparedStatement; complete: PreparedStat
  * notify queue for it, and a slow disk would fail whole batches. A completion batch cut short
  * by a statement timeout still goes again call by call (see `isOutOfReach`).
  */
-export const BATCH_LOCK_WAIT_MS = 100;
-
-/**
- * The first CTE of a batch statement: sets `lock_timeout` for its own transaction only (the
- * statement's, implicit: `is_local`), once, before any row of `input` is read, so before any
- * insert or update can wait. A separate, materialized CTE, so it is set once, not per row.
- */
-const LOCK_WAIT_CUT = `lock_wait AS MATERIALIZED (
-      SELECT set_config('lock_timeout', (extract(epoch FROM least(
-        nullif(current_setting('lock_timeout')::interval, interval '0'),
-        interval '${BATCH_LOCK_WAIT_MS} milliseconds')) * 1000)::int8::text, true)
-    ),`;
+const LOCK_WAIT_CUT = lockWaitCte(String(KEY_LOCK_WAIT_MS));
 
 /**
  * The claim of `hotStatements`, for many keys at once: one row of each array per claim. Each

@@ -1,5 +1,6 @@
 import { createHash } from 'node:crypto';
 import type { Tables } from './tables.js';
+import { KEY_LOCK_WAIT_MS, lockWaitCte } from './keyLockWait.js';
 
 /**
  * Whether another attempt's lease still holds the key `k`, and for how long, by PostgreSQL's
@@ -44,6 +45,8 @@ export function prepared(text: string): PreparedStatement {
  * and the existing key's state when there was one, with its stored canonical request only when
  * the fingerprints differ (to explain a 422). A claim that lost a race to a key committed after
  * this statement's snapshot gets `claimed = false` and no state: the caller reads the key again.
+ * Its insert waits on a key held uncommitted elsewhere for `KEY_LOCK_WAIT_MS` at most, then fails
+ * with 55P03 (see `isKeyLockWait`): that key is an attempt in progress.
  *
  * Parameters: merchant, operation, key, request hash, canonical request, reserve, charge id, lock
  * token, lease ms, customer, amount, currency, description, metadata (jsonb), provider key,
@@ -52,7 +55,7 @@ export function prepared(text: string): PreparedStatement {
  */
 function claimText(keys: string, charges: string): string {
   return `
-    WITH existing AS (
+    WITH ${lockWaitCte(String(KEY_LOCK_WAIT_MS))} existing AS (
       SELECT k.request_hash, k.recovery_point, k.charge_id::text AS charge_id,
         ${LEASE_COLUMNS},
         k.attempts, k.response_status, k.response_body, c.status AS charge_status,
@@ -67,6 +70,7 @@ function claimText(keys: string, charges: string): string {
       SELECT $1::text, $2::text, $3::text, $4::text, $5::text,
         CASE WHEN $6::boolean THEN 'reserved' ELSE 'started' END, $7::uuid, $8::uuid,
         now() + $9::float8 * interval '1 millisecond'
+      FROM lock_wait
       WHERE NOT EXISTS (SELECT 1 FROM existing)
       ON CONFLICT (merchant_id, operation, key) DO NOTHING
       RETURNING charge_id
@@ -79,7 +83,10 @@ function claimText(keys: string, charges: string): string {
       WHERE $6::boolean
       RETURNING id
     )
-    SELECT EXISTS (SELECT 1 FROM claimed) AS claimed, e.*
+    -- In this order: the insert (and its wait) first, then the session's lock_timeout put back,
+    -- for a transaction that goes on (a \`reserve\` hook's statements run after this one).
+    SELECT EXISTS (SELECT 1 FROM claimed) AS claimed, e.*,
+      (SELECT set_config('lock_timeout', was, true) FROM lock_wait) AS lock_timeout
     FROM (SELECT 1) AS one
     LEFT JOIN existing e ON true`;
 }

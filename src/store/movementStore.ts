@@ -14,7 +14,7 @@ import { movementStatements } from './movementStatements.js';
 import type { PgPoolLike } from './pgPoolLike.js';
 import { rawQuery } from './rawQuery.js';
 import type { Tables } from './tables.js';
-import { takeOverUpdate } from './takeOverKey.js';
+import { takeOverCtes } from './takeOverKey.js';
 
 export const MOVEMENT_KINDS = ['refund', 'capture'] as const;
 /** What a movement does to its charge. */
@@ -193,7 +193,7 @@ export async function takeOverMovement(
   scoped: ScopedKey & { requestHash: string; lockToken: string; leaseMs: number },
 ): Promise<TakenMovement | null> {
   const result = await db.query(sql.unsafe`
-    WITH taken AS (${takeOverUpdate(tables, scoped)})
+    WITH ${takeOverCtes(tables, scoped)}
     SELECT t.charge_id::text AS movement_id, t.attempts, ${heldColumns}
     FROM taken t
     JOIN ${tables.movements} m ON m.merchant_id = t.merchant_id AND m.id = t.charge_id

@@ -1,4 +1,4 @@
-import type { QuerySqlToken } from 'slonik';
+import type { FragmentSqlToken, QuerySqlToken } from 'slonik';
 
 /** The mark slonik puts on a query token: the same symbol across slonik versions. */
 const QUERY_TOKEN = Symbol.for('SLONIK_TOKEN_QUERY');
@@ -31,4 +31,12 @@ export function slonikTextQuery(text: string, values: readonly unknown[]): Query
 export function isSlonikToken(value: object): boolean {
   const { type } = value as { type?: unknown };
   return typeof type === 'symbol' && (type.description ?? '').startsWith('SLONIK_TOKEN_');
+}
+
+/** The mark slonik puts on a fragment token. */
+const FRAGMENT_TOKEN = Symbol.for('SLONIK_TOKEN_FRAGMENT');
+
+/** A slonik fragment of constant SQL text, with no placeholders (text shared with plain SQL). */
+export function constantFragment(text: string): FragmentSqlToken {
+  return { type: FRAGMENT_TOKEN, sql: text, values: [] } as unknown as FragmentSqlToken;
 }

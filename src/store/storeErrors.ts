@@ -114,7 +114,7 @@ export function missingSchemaOf(error: unknown): { schema: string | undefined } 
   return null;
 }
 
-function codeOf(error: unknown): string | undefined {
+export function codeOf(error: unknown): string | undefined {
   if (typeof error === 'object' && error !== null && 'code' in error) {
     const code = error.code;
     return typeof code === 'string' ? code : undefined;
@@ -132,7 +132,7 @@ export function isRetryableStoreError(error: unknown): boolean {
 }
 
 /** True when `error` or one of its causes (five deep at most) passes `test`. */
-function anyCause(error: unknown, test: (e: unknown) => boolean): boolean {
+export function anyCause(error: unknown, test: (e: unknown) => boolean): boolean {
   for (let e: unknown = error, depth = 0; e !== undefined && depth < 5; e = causeOf(e), depth++) {
     if (test(e)) return true;
   }

@@ -8,6 +8,8 @@ import {
   type Reservation,
 } from './reservation.js';
 import type { Tables } from './tables.js';
+import { KEY_LOCK_WAIT_MS, lockWaitCte } from './keyLockWait.js';
+import { constantFragment } from './rawQuery.js';
 
 /** What an attempt that took a key over resumes from. */
 export type TakenKey = {
@@ -29,28 +31,35 @@ const takenRow = z.object({
 });
 
 /**
- * The UPDATE that takes a key over (for a `taken` CTE): a new lock token and lease, one more
- * attempt, only when the key is unfinished, for this request, and its lease ran out or was
- * released. Returns the key's merchant, recovery point, guarded id and attempts.
+ * The CTEs that take a key over, `taken` last (after a `WITH`): an UPDATE setting a new lock
+ * token and lease, one more attempt, only when the key is unfinished, for this request, and its
+ * lease ran out or was released. `taken` returns the key's merchant, recovery point, guarded id
+ * and attempts. The UPDATE waits on the key's row for `KEY_LOCK_WAIT_MS` at most: a row another
+ * transaction holds (a completion inside its `complete` hook) is an attempt in progress, and the
+ * wait fails with 55P03 (see `isKeyLockWait`). For a statement of its own: the timeout lasts
+ * until its transaction ends.
  */
-export function takeOverUpdate(
+export function takeOverCtes(
   tables: Tables,
   scoped: ScopedKey & { requestHash: string; lockToken: string; leaseMs: number },
 ): FragmentSqlToken {
-  return sql.fragment`
+  return sql.fragment`${TAKEOVER_LOCK_WAIT} taken AS (
     UPDATE ${tables.keys}
     SET lock_token = ${scoped.lockToken}::uuid,
         locked_until = ${nowPlusMs(scoped.leaseMs)},
         attempts = attempts + 1,
         updated_at = now()
+    FROM lock_wait
     WHERE merchant_id = ${scoped.merchantId}
       AND operation = ${scoped.operation}
       AND key = ${scoped.key}
       AND request_hash = ${scoped.requestHash}
       AND recovery_point IN ('started', 'reserved')
       AND (lock_token IS NULL OR locked_until <= now())
-    RETURNING merchant_id, recovery_point, charge_id, attempts`;
+    RETURNING merchant_id, recovery_point, charge_id, attempts)`;
 }
+
+const TAKEOVER_LOCK_WAIT = constantFragment(lockWaitCte(String(KEY_LOCK_WAIT_MS)));
 
 /**
  * Takes over an unfinished key whose lease ran out or was released, with a new lock token
@@ -63,7 +72,7 @@ export async function takeOverKey(
   scoped: ScopedKey & { requestHash: string; lockToken: string; leaseMs: number },
 ): Promise<TakenKey | null> {
   const row = await db.maybeOne(sql.type(takenRow)`
-    WITH taken AS (${takeOverUpdate(tables, scoped)})
+    WITH ${takeOverCtes(tables, scoped)}
     SELECT t.recovery_point, t.charge_id::text AS charge_id, t.attempts, c.provider_key,
       ${reservationSelect}
     FROM taken t

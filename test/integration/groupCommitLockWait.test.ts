@@ -3,20 +3,21 @@ import {
   createChargeEngine,
   createEnginePool,
   IdempotencyKeyInUseError,
-  StoreUnavailableError,
   type ChargeOutcome,
   type PgPoolLike,
 } from '../../src/index.js';
 import { createFakeProvider } from '../../src/testing/index.js';
 import { randomUUID } from 'node:crypto';
 import pg from 'pg';
-import { BATCH_LOCK_WAIT_MS, batchStatements } from '../../src/store/batchStatements.js';
+import { batchStatements } from '../../src/store/batchStatements.js';
+import { KEY_LOCK_WAIT_MS } from '../../src/store/keyLockWait.js';
 import { claimValues } from '../../src/store/claimKey.js';
 import { createTestDatabase, type TestDatabase } from '../support/testDatabase.js';
 import { aGate, aKey, aRequest, waitFor, waitingOnLocks } from '../support/charges.js';
 
 // Group commit must not tie unrelated keys to one key's wait: a key another process holds
-// uncommitted (its claim inside a `reserve` hook) waits alone, and its timeout fails it alone.
+// uncommitted (its claim inside a `reserve` hook) waits alone, for a while, and its call alone
+// is answered 409, as a key in progress is.
 
 let db: TestDatabase;
 beforeAll(async () => {
@@ -81,7 +82,7 @@ const allSucceeded = (outcomes: ChargeOutcome[]) =>
   outcomes.every((o) => o.status === 'succeeded' && !o.replayed);
 
 describe('group commit beside a key held by another transaction', () => {
-  it("the batch's unrelated keys are charged while the held key still waits", async () => {
+  it("the batch's unrelated keys are charged, and the held key answered 409, while it is held", async () => {
     const merchantId = 'm_batch_lock_wait';
     const heldKey = aKey();
     const { held, release } = await holdKeyUncommitted(merchantId, heldKey);
@@ -90,16 +91,17 @@ describe('group commit beside a key held by another transaction', () => {
     await engine.processCharge(aKey(), aRequest({ merchantId: 'm_warm' }));
 
     const { onHeld, unrelated } = aBatchWith(engine, merchantId, heldKey, 10);
-    let heldSettled = false;
-    void onHeld.finally(() => (heldSettled = true)).catch(() => undefined);
+    const heldAnswer = onHeld.catch((e: unknown) => e);
     try {
-      await waitFor(async () => (await waitingOnLocks(db.pool)) > 0);
       // With the gate still shut: before, the whole batch waited for the hook.
       expect(await settlesWhile(unrelated)).toBe(true);
       expect(allSucceeded(await unrelated)).toBe(true);
-      expect(heldSettled).toBe(false);
-      expect(await waitingOnLocks(db.pool)).toBe(1);
-      // Nor do the calls made after the batch was split: a batch of them, then one alone.
+      // The held key's claim, sent again alone, waited on the key for a while, then gave up: the
+      // key is another attempt's, in progress.
+      expect(await settlesWhile(heldAnswer)).toBe(true);
+      expect(await heldAnswer).toBeInstanceOf(IdempotencyKeyInUseError);
+      expect(await waitingOnLocks(db.pool)).toBe(0);
+      // Nor do the calls made after the batch was split wait: a batch of them, then one alone.
       const later = Promise.all(
         Array.from({ length: 5 }, () => engine.processCharge(aKey(), aRequest({ merchantId }))),
       );
@@ -107,25 +109,19 @@ describe('group commit beside a key held by another transaction', () => {
       const lone = engine.processCharge(aKey(), aRequest({ merchantId }));
       expect(await settlesWhile(lone)).toBe(true);
       expect(allSucceeded([...(await later), await lone])).toBe(true);
-      expect(heldSettled).toBe(false);
     } finally {
       release();
     }
-    const [holderOutcome, waited] = await Promise.all([held, onHeld.catch((e: unknown) => e)]);
+    const holderOutcome = await held;
     expect(holderOutcome.status).toBe('succeeded');
-    // The held key's claim found the other process's key, still running (409) or done (its
-    // replay): never a charge of its own.
-    if (waited instanceof IdempotencyKeyInUseError) {
-      const again = await engine.processCharge(heldKey, aRequest({ merchantId }));
-      expect(again).toMatchObject({ chargeId: holderOutcome.chargeId, replayed: true });
-    } else {
-      expect(waited).toMatchObject({ chargeId: holderOutcome.chargeId, replayed: true });
-    }
+    // Asked again once the other process committed: its outcome, never a charge of this one's.
+    const again = await engine.processCharge(heldKey, aRequest({ merchantId }));
+    expect(again).toMatchObject({ chargeId: holderOutcome.chargeId, replayed: true });
     // The warm-up and the 17 other keys: nothing for the held key at this engine's provider.
     expect(provider.ledger()).toHaveLength(18);
   });
 
-  it("the held key's claim sent alone does not hold up the calls made after it", async () => {
+  it("the held key's claim sent alone answers 409 and holds up none of the calls after it", async () => {
     const merchantId = 'm_lone_lock_wait';
     const heldKey = aKey();
     const { held, release } = await holdKeyUncommitted(merchantId, heldKey);
@@ -133,31 +129,26 @@ describe('group commit beside a key held by another transaction', () => {
     await engine.processCharge(aKey(), aRequest({ merchantId: 'm_warm' }));
 
     // The engine's only call: it goes out alone, on the batchers' one writing slot.
-    const onHeld = engine.processCharge(heldKey, aRequest({ merchantId }));
-    let heldSettled = false;
-    void onHeld.finally(() => (heldSettled = true)).catch(() => undefined);
+    const onHeld = engine.processCharge(heldKey, aRequest({ merchantId })).catch((e: unknown) => e);
     try {
-      await waitFor(async () => (await waitingOnLocks(db.pool)) > 0);
       const later = Promise.all(
         Array.from({ length: 6 }, () => engine.processCharge(aKey(), aRequest({ merchantId }))),
       );
       expect(await settlesWhile(later)).toBe(true);
       expect(allSucceeded(await later)).toBe(true);
-      expect(heldSettled).toBe(false);
+      expect(await settlesWhile(onHeld)).toBe(true);
+      expect(await onHeld).toBeInstanceOf(IdempotencyKeyInUseError);
     } finally {
       release();
     }
-    const [holderOutcome, waited] = await Promise.all([held, onHeld.catch((e: unknown) => e)]);
-    if (!(waited instanceof IdempotencyKeyInUseError)) {
-      expect(waited).toMatchObject({ chargeId: holderOutcome.chargeId, replayed: true });
-    }
+    await held;
   });
 
-  it('a statement timeout on the held key fails that call alone, with 503', async () => {
+  it("the session's shorter lock timeout is kept, and its wait answered 409 too", async () => {
     const merchantId = 'm_batch_lock_timeout';
     const heldKey = aKey();
     const { held, release } = await holdKeyUncommitted(merchantId, heldKey);
-    const pool: PgPoolLike = await createEnginePool(withStatementTimeout(db.url, 1_500), {
+    const pool: PgPoolLike = await createEnginePool(withSessionOption(db.url, 'lock_timeout', 30), {
       maximumPoolSize: 10,
     });
     try {
@@ -170,7 +161,7 @@ describe('group commit beside a key held by another transaction', () => {
       expect(others.status).toBe('fulfilled');
       expect(allSucceeded((others as PromiseFulfilledResult<ChargeOutcome[]>).value)).toBe(true);
       expect(own.status).toBe('rejected');
-      expect((own as PromiseRejectedResult).reason).toBeInstanceOf(StoreUnavailableError);
+      expect((own as PromiseRejectedResult).reason).toBeInstanceOf(IdempotencyKeyInUseError);
     } finally {
       release();
       await held;
@@ -214,7 +205,7 @@ describe("a batch claim's lock timeout", () => {
     try {
       await client.query('BEGIN');
       await claimOne(client);
-      expect(await lockTimeout(client)).toBe(`${BATCH_LOCK_WAIT_MS}ms`);
+      expect(await lockTimeout(client)).toBe(`${KEY_LOCK_WAIT_MS}ms`);
       await client.query('COMMIT');
       expect(await lockTimeout(client)).toBe('0');
 
@@ -230,7 +221,7 @@ describe("a batch claim's lock timeout", () => {
       await client.query("SET lock_timeout = '5s'");
       await client.query('BEGIN');
       await claimOne(client);
-      expect(await lockTimeout(client)).toBe(`${BATCH_LOCK_WAIT_MS}ms`);
+      expect(await lockTimeout(client)).toBe(`${KEY_LOCK_WAIT_MS}ms`);
       await client.query('ROLLBACK');
       expect(await lockTimeout(client)).toBe('5s');
     } finally {
@@ -239,9 +230,9 @@ describe("a batch claim's lock timeout", () => {
   });
 });
 
-/** The database's URL with every statement of its sessions cut off after `ms`. */
-function withStatementTimeout(url: string, ms: number): string {
+/** The database's URL with a setting of every one of its sessions (in milliseconds). */
+function withSessionOption(url: string, name: string, ms: number): string {
   const withOption = new URL(url);
-  withOption.searchParams.set('options', `-c statement_timeout=${ms}`);
+  withOption.searchParams.set('options', `-c ${name}=${ms}`);
   return withOption.toString();
 }

@@ -1,0 +1,47 @@
+import { isHookError } from './hookErrors.js';
+import { anyCause, codeOf } from './storeErrors.js';
+
+/**
+ * How long a claim or a takeover waits on a lock before it gives up on the key: a key another
+ * transaction holds uncommitted (another process's claim inside its `reserve` hook, or a commit
+ * stalled on a standby) or holds locked (a completion inside its `complete` hook) is an attempt
+ * in progress, and is answered as one, a 409, rather than holding the caller and one of the
+ * pool's connections for as long as that transaction lasts. Two claims of one key from different
+ * processes wait for each other's commit, a few milliseconds; this is well past that. A shorter
+ * `lock_timeout` of the session's is kept.
+ */
+export const KEY_LOCK_WAIT_MS = 100;
+
+/**
+ * A CTE (`lock_wait`, with a trailing comma) that sets `lock_timeout` to the shorter of the
+ * session's and `msExpression` (SQL giving milliseconds, at least 1) for the rest of its
+ * transaction, and keeps the value it replaced as `was` (to put back, in a transaction that goes
+ * on). Materialized, so it runs once; a statement makes its writes read from it, so it runs before
+ * any of them can wait.
+ */
+export function lockWaitCte(msExpression: string): string {
+  return `lock_wait AS MATERIALIZED (
+      SELECT was, set_config('lock_timeout', (extract(epoch FROM least(
+        nullif(was::interval, interval '0'),
+        (${msExpression}) * interval '1 millisecond')) * 1000)::int8::text, true)
+      FROM (SELECT current_setting('lock_timeout') AS was) AS session
+    ),`;
+}
+
+/**
+ * True when `error` is a lock wait cut short on a key of chargeonce's, not a hook's: PostgreSQL
+ * names the row it waited for (`while inserting index tuple … in relation "idempotency_keys"`).
+ * With `anyLock`, any lock wait cut short: an UPDATE queued behind another waiter of the same row
+ * waits on a tuple lock, and that wait names nothing.
+ */
+export function isKeyLockWait(error: unknown, anyLock = false): boolean {
+  if (anyCause(error, isHookError)) return false;
+  return anyCause(error, (e) => {
+    if (codeOf(e) !== '55P03') return false;
+    const where = (e as { where?: unknown }).where;
+    return anyLock || (typeof where === 'string' && KEY_ROW.test(where));
+  });
+}
+
+/** The context of a wait on a row of the keys table (PostgreSQL's `XactLockTableWait`). */
+const KEY_ROW = /tuple .* in relation "idempotency_keys"/;

@@ -1,0 +1,207 @@
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { sql } from 'slonik';
+import {
+  createChargeEngine,
+  createEnginePool,
+  IdempotencyKeyInUseError,
+  type ChargeEngineOptions,
+  type PgPoolLike,
+} from '../../src/index.js';
+import { createFakeProvider } from '../../src/testing/index.js';
+import { createTestDatabase, type TestDatabase } from '../support/testDatabase.js';
+import { aGate, aKey, aRequest, waitFor } from '../support/charges.js';
+
+// A key another transaction holds (its claim uncommitted inside a `reserve` hook, or its row
+// locked by a completion inside a `complete` hook) is an attempt in progress: a retry of it,
+// from another process, is answered 409 while it is held, not kept waiting (and holding one of
+// its pool's connections) for as long as that transaction lasts.
+
+let db: TestDatabase;
+beforeAll(async () => {
+  db = await createTestDatabase();
+});
+afterAll(async () => {
+  await db.drop();
+});
+
+type Hooks = NonNullable<ChargeEngineOptions['hooks']>;
+
+/**
+ * Another process's engine whose `reserve` (or `complete`) hook waits for the gate, holding the
+ * keys it charges: uncommitted (reserve), or their rows locked (complete).
+ */
+function aHolder(hook: 'reserve' | 'complete', options: Partial<ChargeEngineOptions> = {}) {
+  const gate = aGate();
+  let holding = 0;
+  const hooks: Hooks = {
+    [hook]: async () => {
+      holding += 1;
+      await gate.wait();
+    },
+  };
+  const engine = createChargeEngine({
+    pool: db.pgPool,
+    provider: createFakeProvider(),
+    hooks,
+    ...options,
+  });
+  return {
+    engine,
+    release: gate.open,
+    holding: (count: number) => waitFor(() => Promise.resolve(holding >= count)),
+  };
+}
+
+/** Whether `promise` settles before the poll gives up (a generous bound, not a timing check). */
+async function settles(promise: Promise<unknown>): Promise<boolean> {
+  let settled = false;
+  void promise.then(
+    () => (settled = true),
+    () => (settled = true),
+  );
+  await waitFor(() => Promise.resolve(settled), 10_000).catch(() => undefined);
+  return settled;
+}
+
+const answerOf = (promise: Promise<unknown>) => promise.catch((e: unknown) => e);
+
+describe('a retry of a key another process holds uncommitted', () => {
+  it('is answered 409 while it is held, then replays its outcome', async () => {
+    const merchantId = 'm_held_alone';
+    const key = aKey();
+    const holder = aHolder('reserve');
+    const held = holder.engine.processCharge(key, aRequest({ merchantId }));
+    await holder.holding(1);
+    const provider = createFakeProvider();
+    const retrier = createChargeEngine({ pool: db.pgPool, provider, groupCommit: false });
+    try {
+      const answer = answerOf(retrier.processCharge(key, aRequest({ merchantId })));
+      expect(await settles(answer)).toBe(true);
+      expect(await answer).toBeInstanceOf(IdempotencyKeyInUseError);
+      expect((await answer) as IdempotencyKeyInUseError).toMatchObject({ httpStatus: 409 });
+    } finally {
+      holder.release();
+    }
+    const outcome = await held;
+    const again = await retrier.processCharge(key, aRequest({ merchantId }));
+    expect(again).toMatchObject({ chargeId: outcome.chargeId, replayed: true });
+    expect(provider.ledger()).toHaveLength(0);
+  });
+
+  it('does not take a small pool from the charges of other keys', async () => {
+    const merchantId = 'm_held_pool';
+    const keys = [aKey(), aKey()];
+    const holder = aHolder('reserve');
+    const held = keys.map((key) => holder.engine.processCharge(key, aRequest({ merchantId })));
+    await holder.holding(2);
+    const pool: PgPoolLike = await createEnginePool(db.url, { maximumPoolSize: 2 });
+    try {
+      const retrier = createChargeEngine({ pool, provider: createFakeProvider() });
+      // As many retries of held keys as the pool has connections, then a charge of a new key.
+      const retries = keys.map((key) =>
+        answerOf(retrier.processCharge(key, aRequest({ merchantId }))),
+      );
+      const fresh = retrier.processCharge(aKey(), aRequest({ merchantId }));
+      expect(await settles(Promise.all([...retries, fresh]))).toBe(true);
+      for (const retry of retries) expect(await retry).toBeInstanceOf(IdempotencyKeyInUseError);
+      expect(await fresh).toMatchObject({ status: 'succeeded', replayed: false });
+    } finally {
+      holder.release();
+      await Promise.all(held);
+      await pool.end();
+    }
+  });
+
+  it("is answered 409 by an engine with a reserve hook, whose SQL keeps the session's lock timeout", async () => {
+    const merchantId = 'm_held_hooked';
+    const key = aKey();
+    const holder = aHolder('reserve');
+    const held = holder.engine.processCharge(key, aRequest({ merchantId }));
+    await holder.holding(1);
+    const pool: PgPoolLike = await createEnginePool(withLockTimeout(db.url, '20s'));
+    const seen: unknown[] = [];
+    const retrier = createChargeEngine({
+      pool,
+      provider: createFakeProvider(),
+      hooks: {
+        reserve: async (tx) => {
+          const { rows } = await tx.query("SELECT current_setting('lock_timeout') AS t");
+          seen.push(rows[0]?.t);
+        },
+      },
+    });
+    try {
+      const answer = answerOf(retrier.processCharge(key, aRequest({ merchantId })));
+      expect(await settles(answer)).toBe(true);
+      expect(await answer).toBeInstanceOf(IdempotencyKeyInUseError);
+      // A key of its own: its hook runs after the claim, with the session's setting, not the
+      // claim's shorter one.
+      await retrier.processCharge(aKey(), aRequest({ merchantId }));
+      expect(seen).toEqual(['20s']);
+    } finally {
+      holder.release();
+      await held;
+      await pool.end();
+    }
+  });
+});
+
+describe('a key whose completion holds its row in a complete hook', () => {
+  it('is answered 409 to a caller that waits on keys in progress, within its wait', async () => {
+    const merchantId = 'm_held_waiter';
+    const key = aKey();
+    const holder = aHolder('complete');
+    const held = holder.engine.processCharge(key, aRequest({ merchantId }));
+    await holder.holding(1);
+    const waiter = createChargeEngine({
+      pool: db.pgPool,
+      provider: createFakeProvider(),
+      inProgress: { waitMs: 300 },
+    });
+    try {
+      const answer = answerOf(waiter.processCharge(key, aRequest({ merchantId })));
+      expect(await settles(answer)).toBe(true);
+      expect(await answer).toBeInstanceOf(IdempotencyKeyInUseError);
+    } finally {
+      holder.release();
+    }
+    const outcome = await held;
+    const again = await waiter.processCharge(key, aRequest({ merchantId }));
+    expect(again).toMatchObject({ chargeId: outcome.chargeId, replayed: true });
+  });
+
+  it('is answered 409 to a retry that would take it over once its lease ran out', async () => {
+    const merchantId = 'm_held_takeover';
+    const key = aKey();
+    const holder = aHolder('complete', { leaseMs: 1_000, providerTimeoutMs: 500 });
+    const held = holder.engine.processCharge(key, aRequest({ merchantId }));
+    await holder.holding(1);
+    const provider = createFakeProvider();
+    const retrier = createChargeEngine({ pool: db.pgPool, provider });
+    try {
+      // The lease ran out while the completion, fenced and written, waits in its hook.
+      await waitFor(async () => {
+        const leaseOver: unknown = await db.pool.oneFirst(sql.unsafe`
+          SELECT locked_until <= now() FROM ${db.tables.keys}
+          WHERE merchant_id = ${merchantId} AND key = ${key}`);
+        return leaseOver === true;
+      });
+      const answer = answerOf(retrier.processCharge(key, aRequest({ merchantId })));
+      expect(await settles(answer)).toBe(true);
+      expect(await answer).toBeInstanceOf(IdempotencyKeyInUseError);
+    } finally {
+      holder.release();
+    }
+    const outcome = await held;
+    const again = await retrier.processCharge(key, aRequest({ merchantId }));
+    expect(again).toMatchObject({ chargeId: outcome.chargeId, replayed: true });
+    expect(provider.ledger()).toHaveLength(0);
+  });
+});
+
+/** The database's URL with `lock_timeout` set for every one of its sessions. */
+function withLockTimeout(url: string, value: string): string {
+  const withOption = new URL(url);
+  withOption.searchParams.set('options', `-c lock_timeout=${value}`);
+  return withOption.toString();
+}
