@@ -170,11 +170,13 @@ export class ChargeNeedsAttentionError extends ChargeOnceError {
 /**
  * The key completed long ago and its stored outcome was reaped; only a tombstone is left. Its
  * outcome may have been a charge, a decline or a cancellation: the charge row, by `chargeId`,
- * says which (charges outlive the reaper). It is not attempted again: look it up, or start a new
+ * says which (charges outlive the reaper). For a refund's or capture's key, `chargeId` is that
+ * refund's or capture's own id (its row among the movements, which names its charge), as
+ * `engine.list` and `listStuck` give it. It is not attempted again: look it up, or start a new
  * operation with a new key. Not retryable.
  */
 export class IdempotencyKeyExpiredError extends ChargeOnceError {
-  /** The local charge the key guarded. */
+  /** The local charge the key guarded; for a refund's or capture's key, that movement's id. */
   readonly chargeId: string;
 
   constructor(chargeId: string, options?: { cause?: unknown }) {

@@ -171,7 +171,7 @@ export const MAX_REPORTED_ISSUES = 20;
 /** Field names are echoed back; a made-up one (a metadata key, an unknown field) is cut short. */
 const MAX_FIELD_NAME_LENGTH = 100;
 
-const UNKNOWN_FIELD_MESSAGE = 'is not a known field';
+export const UNKNOWN_FIELD_MESSAGE = 'is not a known field';
 
 /**
  * zod's checks in the project's own words: a message given in the schema wins; this says the
@@ -241,7 +241,11 @@ function collectIssues(errors: readonly z.ZodError[], prefix?: string): FieldIss
 
 function fieldName(path: readonly (string | number)[], prefix: string | undefined): string {
   const joined = path.join('.');
-  const field = prefix ? (joined ? `${prefix}.${joined}` : prefix) : joined || 'request';
+  return shortFieldName(prefix ? (joined ? `${prefix}.${joined}` : prefix) : joined || 'request');
+}
+
+/** A field's name as an issue echoes it back: a made-up one is cut short. */
+export function shortFieldName(field: string): string {
   return field.length > MAX_FIELD_NAME_LENGTH ? `${field.slice(0, MAX_FIELD_NAME_LENGTH)}…` : field;
 }
 

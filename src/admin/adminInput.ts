@@ -1,6 +1,6 @@
 import { InvalidRequestError, type FieldIssue } from '../errors.js';
 import { isValidIdempotencyKey } from '../idempotencyKey.js';
-import { exactId } from '../request.js';
+import { exactId, shortFieldName, UNKNOWN_FIELD_MESSAGE } from '../request.js';
 import type { ScopedKey } from '../store/keyState.js';
 
 /** An operation name, as the engine's `operation` option takes it. */
@@ -37,6 +37,17 @@ export function inputIssues() {
       return true;
     },
     /**
+     * A provider's id or code, as `text`, and with no whitespace at either end: it is stored and
+     * compared exactly (an id is recorded once per merchant), and sent to the provider as is, so
+     * one pasted with a trailing space would be another id.
+     */
+    exactText(field: string, value: unknown, max: number, required: boolean): value is string {
+      if (!this.text(field, value, max, required)) return false;
+      if (value.trim() === value) return true;
+      issues.push({ field, message: 'must not start or end with whitespace' });
+      return false;
+    },
+    /**
      * An id as `processCharge` takes it (a merchant's): stored and compared exactly, so one with
      * a space at an edge (pasted) is refused here rather than reported as no such key.
      */
@@ -50,6 +61,19 @@ export function inputIssues() {
       issues.push({ field, message: parsed.error.issues[0]?.message ?? 'is not an id' });
       return false;
     },
+    /**
+     * Refuses every field of `input` not in `known`, as `processCharge` does: a JavaScript
+     * caller's misspelt filter (`merchant` for `merchantId`) would otherwise widen a listing to
+     * every merchant's keys, or make a key that exists read as no such key.
+     */
+    onlyKnown(input: unknown, known: ReadonlySet<string>) {
+      if (typeof input !== 'object' || input === null) return;
+      for (const field of Object.keys(input)) {
+        if (!known.has(field)) {
+          issues.push({ field: shortFieldName(field), message: UNKNOWN_FIELD_MESSAGE });
+        }
+      }
+    },
     /** Throws `InvalidRequestError` naming every issue found: nothing was read or written. */
     done() {
       if (issues.length > 0) throw new InvalidRequestError(issues);
@@ -58,6 +82,9 @@ export function inputIssues() {
 }
 
 export type InputIssues = ReturnType<typeof inputIssues>;
+
+/** The fields of every admin call that names one key. */
+export const TARGET_FIELDS = ['merchantId', 'key', 'operation'] as const;
 
 /** Checks an operation name, as given. */
 export function checkOperation(issues: InputIssues, value: unknown): value is string {

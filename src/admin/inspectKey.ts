@@ -3,7 +3,9 @@ import type { EngineEnv } from '../engine/engineEnv.js';
 import { readAdminActions } from '../store/readAdminActions.js';
 import { readKeyDetails } from '../store/readKeyDetails.js';
 import { withStore } from '../store/storeErrors.js';
-import { inputIssues, readTarget } from './adminInput.js';
+import { inputIssues, readTarget, TARGET_FIELDS } from './adminInput.js';
+
+const INSPECT_FIELDS: ReadonlySet<string> = new Set(TARGET_FIELDS);
 import { keyHistory } from './keyHistory.js';
 import type { KeyInspection, KeyTarget } from './types.js';
 
@@ -17,6 +19,7 @@ import type { KeyInspection, KeyTarget } from './types.js';
 export async function inspectKey(env: EngineEnv, target: KeyTarget): Promise<KeyInspection | null> {
   const issues = inputIssues();
   const scoped = readTarget(issues, target, env.operation);
+  issues.onlyKnown(target, INSPECT_FIELDS);
   issues.done();
   const pool = await env.pool();
   return withStore(() =>

@@ -48,6 +48,7 @@ function readListOptions(options: ListKeysOptions) {
     string,
     unknown
   >;
+  issues.onlyKnown(o, LIST_FIELDS);
   const { limit, point, merchantId, operation, olderThan, cursor } = o;
   if (!(Number.isInteger(limit) && (limit as number) >= 1 && (limit as number) <= MAX_PAGE_SIZE)) {
     issues.add('limit', `must be an integer from 1 to ${MAX_PAGE_SIZE}`);
@@ -101,3 +102,6 @@ function readListOptions(options: ListKeysOptions) {
 
 /** The options that choose a listing's keys, as `list` names them. */
 const FILTER_FIELDS = new Set(['point', 'merchantId', 'operation', 'olderThan']);
+
+/** Every option `list` takes. */
+const LIST_FIELDS: ReadonlySet<string> = new Set([...FILTER_FIELDS, 'limit', 'cursor']);

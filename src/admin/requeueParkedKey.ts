@@ -6,7 +6,9 @@ import { insertAdminAction } from '../store/insertAdminAction.js';
 import { requeueKey } from '../store/requeueKey.js';
 import { withStore } from '../store/storeErrors.js';
 import { takeParkedKey } from '../store/takeParkedKey.js';
-import { inputIssues, MAX_TEXT, readTarget } from './adminInput.js';
+import { inputIssues, MAX_TEXT, readTarget, TARGET_FIELDS } from './adminInput.js';
+
+const REQUEUE_FIELDS: ReadonlySet<string> = new Set([...TARGET_FIELDS, 'actor', 'reason']);
 import type { RequeueTarget } from './types.js';
 
 /**
@@ -23,6 +25,7 @@ import type { RequeueTarget } from './types.js';
 export async function requeueParkedKey(env: EngineEnv, target: RequeueTarget): Promise<boolean> {
   const issues = inputIssues();
   const scoped = readTarget(issues, target, env.operation);
+  issues.onlyKnown(target, REQUEUE_FIELDS);
   const t = (typeof target === 'object' && target !== null ? target : {}) as Record<
     string,
     unknown

@@ -1,6 +1,12 @@
 import type { ScopedKey } from '../store/keyState.js';
 import type { MovementKind } from '../store/movementStore.js';
-import { inputIssues, MAX_TEXT, readTarget, type InputIssues } from './adminInput.js';
+import {
+  inputIssues,
+  MAX_TEXT,
+  readTarget,
+  TARGET_FIELDS,
+  type InputIssues,
+} from './adminInput.js';
 import type { ResolveInput } from './types.js';
 
 /** A charge's resolution, checked. */
@@ -58,6 +64,7 @@ type Kind = keyof typeof PROVIDER_ID_FIELD;
 export function readResolveInput(input: ResolveInput, defaultOperation: string): CheckedResolve {
   const issues = inputIssues();
   const scoped = readTarget(issues, input, defaultOperation);
+  issues.onlyKnown(input, RESOLVE_FIELDS);
   const i = (typeof input === 'object' && input !== null ? input : {}) as Record<string, unknown>;
   const kind: Kind =
     scoped.operation === 'refund' || scoped.operation === 'capture' ? scoped.operation : 'charge';
@@ -74,10 +81,10 @@ export function readResolveInput(input: ResolveInput, defaultOperation: string):
     }
   } else if (typeof outcome === 'string' && outcomes.includes(outcome)) {
     // The stored body carries the provider's id, as the engine's does.
-    issues.text(idField, i[idField], MAX_TEXT.id, true);
+    issues.exactText(idField, i[idField], MAX_TEXT.id, true);
   }
   if (i[code.field] !== undefined) {
-    if (outcome === code.outcome) issues.text(code.field, i[code.field], MAX_TEXT.id, false);
+    if (outcome === code.outcome) issues.exactText(code.field, i[code.field], MAX_TEXT.id, false);
     else issues.add(code.field, `is for ${code.outcome} only`);
   }
   refuseOtherKinds(issues, i, kind);
@@ -112,6 +119,15 @@ const FIELD_KINDS: Record<string, readonly Kind[]> = {
   providerCaptureId: ['capture'],
   failureCode: ['refund', 'capture'],
 };
+
+/** Every field a resolve of some kind of key takes. */
+const RESOLVE_FIELDS: ReadonlySet<string> = new Set([
+  ...TARGET_FIELDS,
+  'outcome',
+  'actor',
+  'reason',
+  ...Object.keys(FIELD_KINDS),
+]);
 
 function refuseOtherKinds(issues: InputIssues, i: Record<string, unknown>, kind: Kind): void {
   for (const [field, kinds] of Object.entries(FIELD_KINDS)) {

@@ -25,7 +25,7 @@ function printable(text: string): string {
 }
 
 /** One line of a value that may hold newlines (an error message, a reason). */
-function oneLine(text: string | null): string {
+export function oneLine(text: string | null): string {
   return text === null ? NONE : printable(text.replace(/\s+/g, ' '));
 }
 

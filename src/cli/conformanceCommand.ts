@@ -1,3 +1,4 @@
+import { InvalidConfigurationError } from '../errors.js';
 import { loadChaosProvider, providerModuleUrl } from '../chaos/loadChaosProvider.js';
 import {
   renderConformanceReport,
@@ -89,7 +90,8 @@ export async function conformanceCommand(
         ? await (exported as (c: ConformanceContext) => unknown)(context)
         : exported;
     if (!isFixture(fixture)) {
-      throw new Error(
+      // A module that exports no fixture is refused as configuration (exit 2): nothing ran.
+      throw new InvalidConfigurationError(
         `${values.provider} must export \`conformance\`: { customerId, … } or ({ baseUrl, failNext }) => { customerId, … }`,
       );
     }

@@ -1,3 +1,4 @@
+import { oneLine } from './adminRender.js';
 import { UsageError } from './parseCommandArgs.js';
 import { createChargeEngine } from '../engine/createChargeEngine.js';
 import type { PaymentProvider } from '../provider/PaymentProvider.js';
@@ -110,8 +111,12 @@ export async function statusCommand(options: RecoveryCommandOptions, print: Prin
       `oldest unfinished: ${status.oldestUnfinishedMs === null ? 'none' : `${Math.round(status.oldestUnfinishedMs / 1000)} s`}`,
     );
     for (const key of stuck) {
+      // A refund's or capture's key guards that movement: its id is the movement's, not a charge's.
+      const guarded =
+        key.operation === 'refund' || key.operation === 'capture' ? key.operation : 'charge';
+      // One line per key: a reason may quote a provider's or a hook's message, newlines and all.
       print(
-        `stuck: ${key.merchantId} ${key.operation} ${key.key} (charge ${key.chargeId}, ${key.attempts} attempt${key.attempts === 1 ? '' : 's'}): ${key.reason}`,
+        `stuck: ${key.merchantId} ${key.operation} ${key.key} (${guarded} ${key.chargeId}, ${key.attempts} attempt${key.attempts === 1 ? '' : 's'}): ${oneLine(key.reason)}`,
       );
     }
   } finally {

@@ -226,6 +226,20 @@ describe('inspect', () => {
     ]);
   });
 
+  it('refuses a field it does not take, rather than reading the key as no such key', async () => {
+    const key = aKey();
+    await engine.processCharge(key, aRequest({ merchantId: 'm_inspect_typo' }));
+    const refusal = await engine
+      .inspect({ merchantId: 'm_inspect_typo', key, operaton: 'charge' } as Parameters<
+        ChargeEngine['inspect']
+      >[0])
+      .catch((error: unknown) => error);
+    expect(refusal).toBeInstanceOf(InvalidRequestError);
+    expect((refusal as InvalidRequestError).issues).toEqual([
+      { field: 'operaton', message: 'is not a known field' },
+    ]);
+  });
+
   it('refuses a merchant id with a space at an edge, as processCharge does, not as no such key', async () => {
     const key = aKey();
     await engine.processCharge(key, aRequest({ merchantId: 'm_inspect_pasted' }));
@@ -353,6 +367,9 @@ describe('list', () => {
     expect(await issuesOf({ limit: 5, olderThan: -1 })).toEqual(['olderThan']);
     expect(await issuesOf({ limit: 5, cursor: 'not a cursor' })).toEqual(['cursor']);
     expect(await issuesOf({ limit: 5, merchantId: 'm_1 ' })).toEqual(['merchantId']);
+    // Misspelt, a filter would otherwise be dropped: every merchant's keys listed.
+    expect(await issuesOf({ limit: 5, merchant: 'm_1' })).toEqual(['merchant']);
+    expect(await issuesOf({ limit: 5, pointt: 'failed' })).toEqual(['pointt']);
     const forged = Buffer.from(JSON.stringify(['yesterday', 'm', 'charge', 'k'])).toString(
       'base64url',
     );

@@ -368,6 +368,28 @@ describe('resolve', () => {
       'reason',
     ]);
     expect(await fieldsOf({ outcome: 'cancelled' })).toEqual(['actor', 'reason']);
+    // A provider's id or code is stored and compared as given: a pasted space would be another id.
+    expect(await fieldsOf({ outcome: 'succeeded', providerChargeId: ' ch_1 ', ...person })).toEqual(
+      ['providerChargeId'],
+    );
+    expect(
+      await fieldsOf({
+        outcome: 'declined',
+        providerChargeId: 'ch_1',
+        declineCode: 'x\n',
+        ...person,
+      }),
+    ).toEqual(['declineCode']);
+    // A field it does not take (from JavaScript, misspelt) is refused, not ignored.
+    expect(await fieldsOf({ outcome: 'cancelled', operaton: 'refund', foo: 1, ...person })).toEqual(
+      ['operaton', 'foo'],
+    );
+    const refusal = (await engine
+      .requeue({ merchantId, key: parked.key, ...person, actr: 'x' } as Parameters<
+        ChargeEngine['requeue']
+      >[0])
+      .catch((e: unknown) => e)) as InvalidRequestError;
+    expect(refusal.issues).toEqual([{ field: 'actr', message: 'is not a known field' }]);
     expect(await readKey(db.pool, db.tables, merchantId, parked.key)).toMatchObject({
       recovery_point: 'failed',
     });

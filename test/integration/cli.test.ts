@@ -1,3 +1,4 @@
+import { randomUUID } from 'node:crypto';
 import { execFile } from 'node:child_process';
 import { promisify } from 'node:util';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
@@ -9,6 +10,7 @@ import {
   type TestDatabase,
 } from '../support/testDatabase.js';
 import { aRequest, seedAbandonedKeys } from '../support/charges.js';
+import { failKey } from '../../src/store/failKey.js';
 import { closedPortUrl } from '../support/closedPortUrl.js';
 
 const run = promisify(execFile);
@@ -62,6 +64,32 @@ describe('chargeonce command', () => {
     expect(left).toBe(4);
     const human = await cli('status', '--database-url', db.url);
     expect(human.stdout).toContain('abandoned (no lease held): 0');
+  });
+
+  it('status: one line per stuck key, its reason flattened, a refund key named as one', async () => {
+    const merchantId = 'm_cli_stuck';
+    const [seed] = await seedAbandonedKeys(
+      db.pool,
+      db.tables,
+      1,
+      aRequest({ merchantId }),
+      'refund',
+    );
+    const key = seed!.key;
+    await db.pool.query(sql.unsafe`
+      UPDATE ${db.tables.keys} SET lock_token = NULL, locked_until = NULL
+      WHERE merchant_id = ${merchantId} AND key = ${key}`);
+    const reason = 'provider answered id "x\tid\nnext-line"';
+    const scoped = { merchantId, operation: 'refund', key };
+    expect(await failKey(db.pool, db.tables, { ...scoped, lockToken: randomUUID(), reason })).toBe(
+      true,
+    );
+
+    const { stdout } = await cli('status', '--database-url', db.url);
+    const lines = stdout.split('\n').filter((line) => line.includes(key));
+    expect(lines).toHaveLength(1);
+    expect(lines[0]).toContain(`(refund ${seed!.chargeId}, `);
+    expect(lines[0]).toContain('provider answered id "x id next-line"');
   });
 
   it('fails with a message and exit code 2 on bad usage', async () => {

@@ -83,4 +83,20 @@ describe('chargeonce conformance', { timeout: 60_000 }, () => {
     expect(JSON.stringify(refunds)).toContain('two refunds of one charge answered with one id');
     expect(results(report)['dedupe on providerKey']).toBe('pass');
   });
+
+  it('refuses a provider module without a `conformance` fixture as configuration: exit 2', async () => {
+    const args = ['--import', 'tsx', 'src/cli.ts', 'conformance', '--provider'];
+    const failure = await run(process.execPath, [
+      ...args,
+      'test/fixtures/forgetfulProvider.ts',
+    ]).then(
+      () => ({ code: 0, stderr: '' }),
+      (error: { code?: number; stderr?: string }) => ({
+        code: error.code ?? -1,
+        stderr: error.stderr ?? '',
+      }),
+    );
+    expect(failure.code).toBe(2);
+    expect(failure.stderr).toContain('must export `conformance`');
+  });
 });
