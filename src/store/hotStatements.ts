@@ -84,9 +84,12 @@ function claimText(keys: string, charges: string): string {
       RETURNING id
     )
     -- In this order: the insert (and its wait) first, then the session's lock_timeout put back,
-    -- for a transaction that goes on (a \`reserve\` hook's statements run after this one).
+    -- for a transaction that goes on (a \`reserve\` hook's statements run after this one). Only
+    -- when the insert was tried: a replay, a 409 or a 422 sets nothing and puts nothing back.
     SELECT EXISTS (SELECT 1 FROM claimed) AS claimed, e.*,
-      (SELECT set_config('lock_timeout', was, true) FROM lock_wait) AS lock_timeout
+      CASE WHEN e.request_hash IS NULL
+        THEN (SELECT set_config('lock_timeout', was, true) FROM lock_wait)
+      END AS lock_timeout
     FROM (SELECT 1) AS one
     LEFT JOIN existing e ON true`;
 }

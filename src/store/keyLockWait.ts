@@ -20,10 +20,12 @@ export const KEY_LOCK_WAIT_MS = 100;
  * any of them can wait.
  */
 export function lockWaitCte(msExpression: string): string {
+  // A session without a lock timeout ('0', the default) takes `msExpression` as it is; only a
+  // session with one of its own pays for parsing and comparing it.
   return `lock_wait AS MATERIALIZED (
-      SELECT was, set_config('lock_timeout', (extract(epoch FROM least(
-        nullif(was::interval, interval '0'),
-        (${msExpression}) * interval '1 millisecond')) * 1000)::int8::text, true)
+      SELECT was, set_config('lock_timeout', CASE WHEN was = '0' THEN (${msExpression})::text
+        ELSE (extract(epoch FROM least(was::interval,
+          (${msExpression}) * interval '1 millisecond')) * 1000)::int8::text END, true)
       FROM (SELECT current_setting('lock_timeout') AS was) AS session
     ),`;
 }
