@@ -12,8 +12,12 @@ import pg from 'pg';
 import { batchStatements } from '../../src/store/batchStatements.js';
 import { KEY_LOCK_WAIT_MS } from '../../src/store/keyLockWait.js';
 import { claimValues } from '../../src/store/claimKey.js';
-import { createTestDatabase, type TestDatabase } from '../support/testDatabase.js';
-import { aGate, aKey, aRequest, waitFor, waitingOnLocks } from '../support/charges.js';
+import {
+  createTestDatabase,
+  withSessionSetting,
+  type TestDatabase,
+} from '../support/testDatabase.js';
+import { aGate, aKey, aRequest, settlesSoon, waitFor, waitingOnLocks } from '../support/charges.js';
 
 // Group commit must not tie unrelated keys to one key's wait: a key another process holds
 // uncommitted (its claim inside a `reserve` hook) waits alone, for a while, and its call alone
@@ -47,17 +51,6 @@ async function holdKeyUncommitted(merchantId: string, key: string) {
   const held = holder.processCharge(key, aRequest({ merchantId }));
   await waitFor(() => Promise.resolve(holding));
   return { held, release: gate.open };
-}
-
-/** Whether `promise` settles before `check` stops (a short poll, not a timing assertion). */
-async function settlesWhile<T>(promise: Promise<T>): Promise<boolean> {
-  let settled = false;
-  void promise.then(
-    () => (settled = true),
-    () => (settled = true),
-  );
-  await waitFor(() => Promise.resolve(settled), 10_000).catch(() => undefined);
-  return settled;
 }
 
 /**
@@ -94,20 +87,20 @@ describe('group commit beside a key held by another transaction', () => {
     const heldAnswer = onHeld.catch((e: unknown) => e);
     try {
       // With the gate still shut: before, the whole batch waited for the hook.
-      expect(await settlesWhile(unrelated)).toBe(true);
+      expect(await settlesSoon(unrelated)).toBe(true);
       expect(allSucceeded(await unrelated)).toBe(true);
       // The held key's claim, sent again alone, waited on the key for a while, then gave up: the
       // key is another attempt's, in progress.
-      expect(await settlesWhile(heldAnswer)).toBe(true);
+      expect(await settlesSoon(heldAnswer)).toBe(true);
       expect(await heldAnswer).toBeInstanceOf(IdempotencyKeyInUseError);
       expect(await waitingOnLocks(db.pool)).toBe(0);
       // Nor do the calls made after the batch was split wait: a batch of them, then one alone.
       const later = Promise.all(
         Array.from({ length: 5 }, () => engine.processCharge(aKey(), aRequest({ merchantId }))),
       );
-      expect(await settlesWhile(later)).toBe(true);
+      expect(await settlesSoon(later)).toBe(true);
       const lone = engine.processCharge(aKey(), aRequest({ merchantId }));
-      expect(await settlesWhile(lone)).toBe(true);
+      expect(await settlesSoon(lone)).toBe(true);
       expect(allSucceeded([...(await later), await lone])).toBe(true);
     } finally {
       release();
@@ -134,9 +127,9 @@ describe('group commit beside a key held by another transaction', () => {
       const later = Promise.all(
         Array.from({ length: 6 }, () => engine.processCharge(aKey(), aRequest({ merchantId }))),
       );
-      expect(await settlesWhile(later)).toBe(true);
+      expect(await settlesSoon(later)).toBe(true);
       expect(allSucceeded(await later)).toBe(true);
-      expect(await settlesWhile(onHeld)).toBe(true);
+      expect(await settlesSoon(onHeld)).toBe(true);
       expect(await onHeld).toBeInstanceOf(IdempotencyKeyInUseError);
     } finally {
       release();
@@ -148,9 +141,12 @@ describe('group commit beside a key held by another transaction', () => {
     const merchantId = 'm_batch_lock_timeout';
     const heldKey = aKey();
     const { held, release } = await holdKeyUncommitted(merchantId, heldKey);
-    const pool: PgPoolLike = await createEnginePool(withSessionOption(db.url, 'lock_timeout', 30), {
-      maximumPoolSize: 10,
-    });
+    const pool: PgPoolLike = await createEnginePool(
+      withSessionSetting(db.url, 'lock_timeout', '30'),
+      {
+        maximumPoolSize: 10,
+      },
+    );
     try {
       const engine = createChargeEngine({ pool, provider: createFakeProvider() });
       await engine.processCharge(aKey(), aRequest({ merchantId: 'm_warm' }));
@@ -229,10 +225,3 @@ describe("a batch claim's lock timeout", () => {
     }
   });
 });
-
-/** The database's URL with a setting of every one of its sessions (in milliseconds). */
-function withSessionOption(url: string, name: string, ms: number): string {
-  const withOption = new URL(url);
-  withOption.searchParams.set('options', `-c ${name}=${ms}`);
-  return withOption.toString();
-}

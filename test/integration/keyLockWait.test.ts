@@ -5,11 +5,16 @@ import {
   createEnginePool,
   IdempotencyKeyInUseError,
   type ChargeEngineOptions,
+  type ChargeOutcome,
   type PgPoolLike,
 } from '../../src/index.js';
 import { createFakeProvider } from '../../src/testing/index.js';
-import { createTestDatabase, type TestDatabase } from '../support/testDatabase.js';
-import { aGate, aKey, aRequest, waitFor } from '../support/charges.js';
+import {
+  createTestDatabase,
+  withSessionSetting,
+  type TestDatabase,
+} from '../support/testDatabase.js';
+import { aGate, aKey, aRequest, settlesSoon, waitFor } from '../support/charges.js';
 
 // A key another transaction holds (its claim uncommitted inside a `reserve` hook, or its row
 // locked by a completion inside a `complete` hook) is an attempt in progress: a retry of it,
@@ -52,18 +57,28 @@ function aHolder(hook: 'reserve' | 'complete', options: Partial<ChargeEngineOpti
   };
 }
 
-/** Whether `promise` settles before the poll gives up (a generous bound, not a timing check). */
-async function settles(promise: Promise<unknown>): Promise<boolean> {
-  let settled = false;
-  void promise.then(
-    () => (settled = true),
-    () => (settled = true),
-  );
-  await waitFor(() => Promise.resolve(settled), 10_000).catch(() => undefined);
-  return settled;
-}
-
 const answerOf = (promise: Promise<unknown>) => promise.catch((e: unknown) => e);
+
+/**
+ * While the holder holds the key, `call` is answered 409 (not kept waiting); once the holder is
+ * released, `call` replays the holder's outcome.
+ */
+async function answered409WhileHeld(
+  holder: { release(): void },
+  held: Promise<ChargeOutcome>,
+  call: () => Promise<ChargeOutcome>,
+) {
+  try {
+    const answer = answerOf(call());
+    expect(await settlesSoon(answer)).toBe(true);
+    expect(await answer).toBeInstanceOf(IdempotencyKeyInUseError);
+    expect(await answer).toMatchObject({ httpStatus: 409 });
+  } finally {
+    holder.release();
+  }
+  const outcome = await held;
+  expect(await call()).toMatchObject({ chargeId: outcome.chargeId, replayed: true });
+}
 
 describe('a retry of a key another process holds uncommitted', () => {
   it('is answered 409 while it is held, then replays its outcome', async () => {
@@ -74,17 +89,9 @@ describe('a retry of a key another process holds uncommitted', () => {
     await holder.holding(1);
     const provider = createFakeProvider();
     const retrier = createChargeEngine({ pool: db.pgPool, provider, groupCommit: false });
-    try {
-      const answer = answerOf(retrier.processCharge(key, aRequest({ merchantId })));
-      expect(await settles(answer)).toBe(true);
-      expect(await answer).toBeInstanceOf(IdempotencyKeyInUseError);
-      expect((await answer) as IdempotencyKeyInUseError).toMatchObject({ httpStatus: 409 });
-    } finally {
-      holder.release();
-    }
-    const outcome = await held;
-    const again = await retrier.processCharge(key, aRequest({ merchantId }));
-    expect(again).toMatchObject({ chargeId: outcome.chargeId, replayed: true });
+    await answered409WhileHeld(holder, held, () =>
+      retrier.processCharge(key, aRequest({ merchantId })),
+    );
     expect(provider.ledger()).toHaveLength(0);
   });
 
@@ -102,7 +109,7 @@ describe('a retry of a key another process holds uncommitted', () => {
         answerOf(retrier.processCharge(key, aRequest({ merchantId }))),
       );
       const fresh = retrier.processCharge(aKey(), aRequest({ merchantId }));
-      expect(await settles(Promise.all([...retries, fresh]))).toBe(true);
+      expect(await settlesSoon(Promise.all([...retries, fresh]))).toBe(true);
       for (const retry of retries) expect(await retry).toBeInstanceOf(IdempotencyKeyInUseError);
       expect(await fresh).toMatchObject({ status: 'succeeded', replayed: false });
     } finally {
@@ -118,7 +125,9 @@ describe('a retry of a key another process holds uncommitted', () => {
     const holder = aHolder('reserve');
     const held = holder.engine.processCharge(key, aRequest({ merchantId }));
     await holder.holding(1);
-    const pool: PgPoolLike = await createEnginePool(withLockTimeout(db.url, '20s'));
+    const pool: PgPoolLike = await createEnginePool(
+      withSessionSetting(db.url, 'lock_timeout', '20s'),
+    );
     const seen: unknown[] = [];
     const retrier = createChargeEngine({
       pool,
@@ -132,7 +141,7 @@ describe('a retry of a key another process holds uncommitted', () => {
     });
     try {
       const answer = answerOf(retrier.processCharge(key, aRequest({ merchantId })));
-      expect(await settles(answer)).toBe(true);
+      expect(await settlesSoon(answer)).toBe(true);
       expect(await answer).toBeInstanceOf(IdempotencyKeyInUseError);
       // A key of its own: its hook runs after the claim, with the session's setting, not the
       // claim's shorter one.
@@ -158,16 +167,9 @@ describe('a key whose completion holds its row in a complete hook', () => {
       provider: createFakeProvider(),
       inProgress: { waitMs: 300 },
     });
-    try {
-      const answer = answerOf(waiter.processCharge(key, aRequest({ merchantId })));
-      expect(await settles(answer)).toBe(true);
-      expect(await answer).toBeInstanceOf(IdempotencyKeyInUseError);
-    } finally {
-      holder.release();
-    }
-    const outcome = await held;
-    const again = await waiter.processCharge(key, aRequest({ merchantId }));
-    expect(again).toMatchObject({ chargeId: outcome.chargeId, replayed: true });
+    await answered409WhileHeld(holder, held, () =>
+      waiter.processCharge(key, aRequest({ merchantId })),
+    );
   });
 
   it('is answered 409 to a retry that would take it over once its lease ran out', async () => {
@@ -178,30 +180,19 @@ describe('a key whose completion holds its row in a complete hook', () => {
     await holder.holding(1);
     const provider = createFakeProvider();
     const retrier = createChargeEngine({ pool: db.pgPool, provider });
-    try {
-      // The lease ran out while the completion, fenced and written, waits in its hook.
-      await waitFor(async () => {
-        const leaseOver: unknown = await db.pool.oneFirst(sql.unsafe`
-          SELECT locked_until <= now() FROM ${db.tables.keys}
-          WHERE merchant_id = ${merchantId} AND key = ${key}`);
-        return leaseOver === true;
-      });
-      const answer = answerOf(retrier.processCharge(key, aRequest({ merchantId })));
-      expect(await settles(answer)).toBe(true);
-      expect(await answer).toBeInstanceOf(IdempotencyKeyInUseError);
-    } finally {
+    // The lease ran out while the completion, fenced and written, waits in its hook.
+    await waitFor(async () => {
+      const leaseOver: unknown = await db.pool.oneFirst(sql.unsafe`
+        SELECT locked_until <= now() FROM ${db.tables.keys}
+        WHERE merchant_id = ${merchantId} AND key = ${key}`);
+      return leaseOver === true;
+    }).catch((error: unknown) => {
       holder.release();
-    }
-    const outcome = await held;
-    const again = await retrier.processCharge(key, aRequest({ merchantId }));
-    expect(again).toMatchObject({ chargeId: outcome.chargeId, replayed: true });
+      throw error;
+    });
+    await answered409WhileHeld(holder, held, () =>
+      retrier.processCharge(key, aRequest({ merchantId })),
+    );
     expect(provider.ledger()).toHaveLength(0);
   });
 });
-
-/** The database's URL with `lock_timeout` set for every one of its sessions. */
-function withLockTimeout(url: string, value: string): string {
-  const withOption = new URL(url);
-  withOption.searchParams.set('options', `-c lock_timeout=${value}`);
-  return withOption.toString();
-}

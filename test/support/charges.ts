@@ -105,6 +105,20 @@ export async function expireLease(
     WHERE merchant_id = ${merchantId} AND key = ${key}`);
 }
 
+/**
+ * Whether `promise` settles within a generous bound (10 s): for "this call is not held up by that
+ * one", not a timing assertion.
+ */
+export async function settlesSoon(promise: Promise<unknown>): Promise<boolean> {
+  let settled = false;
+  void promise.then(
+    () => (settled = true),
+    () => (settled = true),
+  );
+  await waitFor(() => Promise.resolve(settled), 10_000).catch(() => undefined);
+  return settled;
+}
+
 /** Polls `check` until it holds; for waiting on another attempt's progress, not for timing. */
 export async function waitFor(check: () => Promise<boolean>, timeoutMs = 5_000): Promise<void> {
   const deadline = Date.now() + timeoutMs;

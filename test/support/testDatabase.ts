@@ -102,3 +102,10 @@ async function cloneDatabase(adminUrl: string, template: string, name: string): 
     }
   }
 }
+
+/** The database's URL with a setting (`lock_timeout`, say) for every one of its sessions. */
+export function withSessionSetting(url: string, name: string, value: string): string {
+  const withOption = new URL(url);
+  withOption.searchParams.set('options', `-c ${name}=${value}`);
+  return withOption.toString();
+}
