@@ -32,18 +32,21 @@ export function lockWaitCte(msExpression: string): string {
 
 /**
  * True when `error` is a lock wait cut short on a key of chargeonce's, not a hook's: PostgreSQL
- * names the row it waited for (`while inserting index tuple … in relation "idempotency_keys"`).
- * With `anyLock`, any lock wait cut short: an UPDATE queued behind another waiter of the same row
- * waits on a tuple lock, and that wait names nothing.
+ * names the row's relation in the error's context (`while inserting index tuple … in relation
+ * "idempotency_keys"`). Only the name is matched: the rest of the context is translated with the
+ * server's `lc_messages`, quotes included. A wait on anything else (a table a migration locks,
+ * under a session's own `lock_timeout`) names no relation. With `anyLock`, any lock wait cut
+ * short: an UPDATE queued behind another waiter of the same row waits on a tuple lock, and that
+ * wait names nothing.
  */
 export function isKeyLockWait(error: unknown, anyLock = false): boolean {
   if (anyCause(error, isHookError)) return false;
   return anyCause(error, (e) => {
     if (codeOf(e) !== '55P03') return false;
     const where = (e as { where?: unknown }).where;
-    return anyLock || (typeof where === 'string' && KEY_ROW.test(where));
+    return anyLock || (typeof where === 'string' && KEYS_RELATION.test(where));
   });
 }
 
-/** The context of a wait on a row of the keys table (PostgreSQL's `XactLockTableWait`). */
-const KEY_ROW = /tuple .* in relation "idempotency_keys"/;
+/** The keys table, as a wait's context names it. */
+const KEYS_RELATION = /\bidempotency_keys\b/;

@@ -43,8 +43,9 @@ export async function markWaiting(
       scoped.merchantId,
       scoped.operation,
       scoped.key,
-      // Whole milliseconds, at least one: a lock_timeout of 0 would mean no limit.
-      Math.max(1, Math.ceil(waitMs)),
+      // Whole milliseconds, at least one (a lock_timeout of 0 would mean no limit), at most what
+      // PostgreSQL takes (a wait of weeks is refused as a setting, not waited).
+      Math.min(MAX_LOCK_TIMEOUT_MS, Math.max(1, Math.ceil(waitMs))),
     ]);
     return rows.length > 0;
   } catch (error) {
@@ -52,3 +53,6 @@ export async function markWaiting(
     throw error;
   }
 }
+
+/** The longest `lock_timeout` PostgreSQL accepts, in milliseconds (INT_MAX). */
+const MAX_LOCK_TIMEOUT_MS = 2_147_483_647;

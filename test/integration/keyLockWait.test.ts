@@ -14,7 +14,8 @@ import {
   withSessionSetting,
   type TestDatabase,
 } from '../support/testDatabase.js';
-import { aGate, aKey, aRequest, settlesSoon, waitFor } from '../support/charges.js';
+import { aGate, aKey, aRequest, readKey, settlesSoon, waitFor } from '../support/charges.js';
+import { gatedProvider } from '../support/gatedProvider.js';
 
 // A key another transaction holds (its claim uncommitted inside a `reserve` hook, or its row
 // locked by a completion inside a `complete` hook) is an attempt in progress: a retry of it,
@@ -170,6 +171,31 @@ describe('a key whose completion holds its row in a complete hook', () => {
     await answered409WhileHeld(holder, held, () =>
       waiter.processCharge(key, aRequest({ merchantId })),
     );
+  });
+
+  it('is waited on, not refused, by a caller whose wait is longer than PostgreSQL takes as a lock timeout', async () => {
+    const merchantId = 'm_held_long_wait';
+    const key = aKey();
+    const gated = gatedProvider();
+    const holder = createChargeEngine({ pool: db.pgPool, provider: gated.provider });
+    const held = holder.processCharge(key, aRequest({ merchantId }));
+    // Claimed and committed: the holder now waits on its provider call.
+    await waitFor(async () => (await readKey(db.pool, db.tables, merchantId, key)) !== null);
+    let waiting = false;
+    const waiter = createChargeEngine({
+      pool: db.pgPool,
+      provider: createFakeProvider(),
+      // Weeks: past the longest lock_timeout PostgreSQL accepts (about 24.8 days).
+      inProgress: { waitMs: 2 ** 33 },
+      onEvent: (event) => {
+        if (event.type === 'waiting') waiting = true;
+      },
+    });
+    const waited = answerOf(waiter.processCharge(key, aRequest({ merchantId })));
+    await waitFor(() => Promise.resolve(waiting));
+    gated.open();
+    const outcome = await held;
+    expect(await waited).toMatchObject({ chargeId: outcome.chargeId, replayed: true });
   });
 
   it('is answered 409 to a retry that would take it over once its lease ran out', async () => {
