@@ -4,10 +4,10 @@ import { readAdminActions } from '../store/readAdminActions.js';
 import { readKeyDetails } from '../store/readKeyDetails.js';
 import { withStore } from '../store/storeErrors.js';
 import { inputIssues, readTarget, TARGET_FIELDS } from './adminInput.js';
-
-const INSPECT_FIELDS: ReadonlySet<string> = new Set(TARGET_FIELDS);
 import { keyHistory } from './keyHistory.js';
 import type { KeyInspection, KeyTarget } from './types.js';
+
+const INSPECT_FIELDS: ReadonlySet<string> = new Set(TARGET_FIELDS);
 
 /**
  * Everything stored about one key: `engine.inspect`. Read in one snapshot, so the key, its

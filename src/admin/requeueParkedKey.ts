@@ -7,9 +7,9 @@ import { requeueKey } from '../store/requeueKey.js';
 import { withStore } from '../store/storeErrors.js';
 import { takeParkedKey } from '../store/takeParkedKey.js';
 import { inputIssues, MAX_TEXT, readTarget, TARGET_FIELDS } from './adminInput.js';
+import type { RequeueTarget } from './types.js';
 
 const REQUEUE_FIELDS: ReadonlySet<string> = new Set([...TARGET_FIELDS, 'actor', 'reason']);
-import type { RequeueTarget } from './types.js';
 
 /**
  * Puts a key parked in `failed` back for the sweeper and client retries: `engine.requeue`. Taken

@@ -1,4 +1,5 @@
 import { oneLine } from './adminRender.js';
+import { MOVEMENT_KINDS } from '../store/movementStore.js';
 import { UsageError } from './parseCommandArgs.js';
 import { createChargeEngine } from '../engine/createChargeEngine.js';
 import type { PaymentProvider } from '../provider/PaymentProvider.js';
@@ -112,8 +113,9 @@ export async function statusCommand(options: RecoveryCommandOptions, print: Prin
     );
     for (const key of stuck) {
       // A refund's or capture's key guards that movement: its id is the movement's, not a charge's.
-      const guarded =
-        key.operation === 'refund' || key.operation === 'capture' ? key.operation : 'charge';
+      const guarded = (MOVEMENT_KINDS as readonly string[]).includes(key.operation)
+        ? key.operation
+        : 'charge';
       // One line per key: a reason may quote a provider's or a hook's message, newlines and all.
       print(
         `stuck: ${key.merchantId} ${key.operation} ${key.key} (${guarded} ${key.chargeId}, ${key.attempts} attempt${key.attempts === 1 ? '' : 's'}): ${oneLine(key.reason)}`,

@@ -8,15 +8,13 @@ import {
 } from '../store/claimKey.js';
 import type { KeyState, ScopedKey } from '../store/keyState.js';
 import type { StorePools } from '../store/resolvePool.js';
-import { withStore } from '../store/storeErrors.js';
 import { takeOverKey } from '../store/takeOverKey.js';
 import type { Reservation } from '../store/reservation.js';
 import { chargePhase, crashPoint } from './chargePhase.js';
 import type { EngineEnv } from './engineEnv.js';
 import type { HeldLease } from './lease.js';
 import { observePhase } from './observeCharge.js';
-import { existingKey, keyHeldElsewhere } from './existingKey.js';
-import { isKeyLockWait } from '../store/keyLockWait.js';
+import { existingKey, withKeyStore } from './existingKey.js';
 import { replayOf } from './outcomes.js';
 import type { OperationDefinition } from './phaseMachine.js';
 import { reservePhase } from './reservePhase.js';
@@ -85,7 +83,7 @@ export const CHARGE: OperationDefinition<ChargeRequest, KeyState, OwnedChargeKey
       'claim',
       scoped,
       () =>
-        claimWithStore(
+        withKeyStore(
           env,
           scoped,
           (): Promise<ClaimResult | { kind: 'rejected'; outcome: ChargeOutcome }> => {
@@ -191,14 +189,4 @@ function fastClaim(env: EngineEnv, pools: StorePools) {
   if (pools.group) return pools.group.claim;
   const pg = pools.pg;
   return pg ? (claim: ClaimInput) => claimKeyPrepared(pg, env.tables, claim) : null;
-}
-
-/**
- * A claim, its store errors translated: a claim whose insert waited past `KEY_LOCK_WAIT_MS` on a
- * key another transaction holds uncommitted is a 409, as any key in progress.
- */
-function claimWithStore<T>(env: EngineEnv, scoped: ScopedKey, claim: () => Promise<T>): Promise<T> {
-  return withStore(claim).then(undefined, (error: unknown) => {
-    throw isKeyLockWait(error) ? keyHeldElsewhere(env, scoped, error) : error;
-  });
 }

@@ -8,6 +8,8 @@ import type { RecoveryPoint, ScopedKey } from '../store/keyState.js';
 import { differingFields } from './requestDiff.js';
 import type { EngineEnv } from './engineEnv.js';
 import { retryAfterForLease } from './outcomes.js';
+import { isKeyLockWait } from '../store/keyLockWait.js';
+import { withStore } from '../store/storeErrors.js';
 
 /** An existing key as a claim read it, whatever the operation. */
 export type ExistingKey = {
@@ -71,7 +73,7 @@ export function examineExistingKey(
  * another transaction holds the key, uncommitted or locked, so another attempt is in progress.
  * Its lease is not known: the retry hint is the one of a lease just taken.
  */
-export function keyHeldElsewhere(
+function keyHeldElsewhere(
   env: EngineEnv,
   scoped: ScopedKey,
   cause: unknown,
@@ -80,6 +82,21 @@ export function keyHeldElsewhere(
   if (env.inProgress === 'reject')
     env.observer.event({ type: 'conflict', ...scoped, retryAfterMs });
   return new IdempotencyKeyInUseError(retryAfterMs, { cause });
+}
+
+/**
+ * Runs one store operation of a claim or takeover (see `withStore`), a wait on the key's lock cut
+ * short (`isKeyLockWait`, with `anyLock` as it says) answered as another attempt in progress.
+ */
+export function withKeyStore<T>(
+  env: EngineEnv,
+  scoped: ScopedKey,
+  operation: () => Promise<T>,
+  anyLock = false,
+): Promise<T> {
+  return withStore(operation).then(undefined, (error: unknown) => {
+    throw isKeyLockWait(error, anyLock) ? keyHeldElsewhere(env, scoped, error) : error;
+  });
 }
 
 /**

@@ -4,9 +4,7 @@ import type { ScopedKey } from '../store/keyState.js';
 import { crashPoint, stallPoint } from './chargePhase.js';
 import type { EngineEnv } from './engineEnv.js';
 import type { HeldLease } from './lease.js';
-import { withStore } from '../store/storeErrors.js';
-import { examineExistingKey, keyHeldElsewhere, type ExistingKey } from './existingKey.js';
-import { isKeyLockWait } from '../store/keyLockWait.js';
+import { examineExistingKey, withKeyStore, type ExistingKey } from './existingKey.js';
 import { waitInProgress } from './waitInProgress.js';
 import { joinOrRun, type SharedAttempts } from './sharedAttempts.js';
 import { noteAttempt, observeOperation } from './observeCharge.js';
@@ -218,12 +216,14 @@ async function attempt<R, State, Owned, Outcome extends OperationOutcome>(
     lockToken,
     leaseMs: env.leaseMs,
   };
-  const taken = await withStore(() =>
-    def.takeOver(env, input, lease, v, claim.state, scoped),
-  ).catch((error: unknown) => {
-    // Its row locked past the wait: another attempt holds it (a completion in its hook, say).
-    throw isKeyLockWait(error, true) ? keyHeldElsewhere(env, scoped, error) : error;
-  });
+  // Its row locked past the wait: another attempt holds it (a completion in its hook, say). Any
+  // lock: a second waiter of the row waits on a tuple lock, whose error names no relation.
+  const taken = await withKeyStore(
+    env,
+    scoped,
+    () => def.takeOver(env, input, lease, v, claim.state, scoped),
+    true,
+  );
   if (!taken) return null;
   env.observer.event({
     type: 'claimed',

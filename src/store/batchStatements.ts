@@ -8,7 +8,7 @@ import {
   type PreparedStatement,
 } from './hotStatements.js';
 import type { Tables } from './tables.js';
-import { KEY_LOCK_WAIT_MS, lockWaitCte } from './keyLockWait.js';
+import { KEY_LOCK_WAIT_CTE } from './keyLockWait.js';
 
 /** The hot statements over arrays: many claims (or completions) in one round trip and commit. */
 export type BatchStatements = { claim: PreparedStatement; complete: PreparedStatement };
@@ -24,7 +24,6 @@ export type BatchStatements = { claim: PreparedStatement; complete: PreparedStat
  * notify queue for it, and a slow disk would fail whole batches. A completion batch cut short
  * by a statement timeout still goes again call by call (see `isOutOfReach`).
  */
-const LOCK_WAIT_CUT = lockWaitCte(String(KEY_LOCK_WAIT_MS));
 
 /**
  * The claim of `hotStatements`, for many keys at once: one row of each array per claim. Each
@@ -38,7 +37,7 @@ const LOCK_WAIT_CUT = lockWaitCte(String(KEY_LOCK_WAIT_MS));
  */
 function claimText(keys: string, charges: string): string {
   return `
-    WITH ${LOCK_WAIT_CUT} input AS (
+    WITH ${KEY_LOCK_WAIT_CTE} input AS (
       SELECT i.* FROM lock_wait, unnest($1::text[], $2::text[], $3::text[], $4::text[], $5::text[],
         $6::boolean[], $7::uuid[], $8::uuid[], $9::float8[], $10::text[], $11::bigint[],
         $12::text[], $13::text[], $14::jsonb[], $15::text[], $16::boolean[])

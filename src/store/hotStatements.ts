@@ -1,6 +1,6 @@
 import { createHash } from 'node:crypto';
 import type { Tables } from './tables.js';
-import { KEY_LOCK_WAIT_MS, lockWaitCte } from './keyLockWait.js';
+import { KEY_LOCK_WAIT_CTE } from './keyLockWait.js';
 
 /**
  * Whether another attempt's lease still holds the key `k`, and for how long, by PostgreSQL's
@@ -55,7 +55,7 @@ export function prepared(text: string): PreparedStatement {
  */
 function claimText(keys: string, charges: string): string {
   return `
-    WITH ${lockWaitCte(String(KEY_LOCK_WAIT_MS))} existing AS (
+    WITH ${KEY_LOCK_WAIT_CTE} existing AS (
       SELECT k.request_hash, k.recovery_point, k.charge_id::text AS charge_id,
         ${LEASE_COLUMNS},
         k.attempts, k.response_status, k.response_body, c.status AS charge_status,

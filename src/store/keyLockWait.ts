@@ -30,6 +30,9 @@ export function lockWaitCte(msExpression: string): string {
     ),`;
 }
 
+/** The CTE of the claims and takeovers: `KEY_LOCK_WAIT_MS` at most. */
+export const KEY_LOCK_WAIT_CTE = lockWaitCte(String(KEY_LOCK_WAIT_MS));
+
 /**
  * True when `error` is a lock wait cut short on a key of chargeonce's, not a hook's: PostgreSQL
  * names the row's relation in the error's context (`while inserting index tuple … in relation

@@ -26,7 +26,6 @@ const markStatement = perSchema(({ keys }) =>
  * left): a completion whose `complete` hook or commit stalls holds the row for as long, and a
  * caller must not wait past its own deadline for it. A mark cut short returns false too.
  *
- *
  * Sent on the node-postgres pool itself (waiting on commit needs one), as the hot statements are,
  * not through slonik: slonik keeps a connection it borrowed for a while after its query, and in a
  * storm on several keys the marks would hold the pool's connections idle while the callers they

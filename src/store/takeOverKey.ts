@@ -8,7 +8,7 @@ import {
   type Reservation,
 } from './reservation.js';
 import type { Tables } from './tables.js';
-import { KEY_LOCK_WAIT_MS, lockWaitCte } from './keyLockWait.js';
+import { KEY_LOCK_WAIT_CTE } from './keyLockWait.js';
 import { constantFragment } from './rawQuery.js';
 
 /** What an attempt that took a key over resumes from. */
@@ -59,7 +59,7 @@ export function takeOverCtes(
     RETURNING merchant_id, recovery_point, charge_id, attempts)`;
 }
 
-const TAKEOVER_LOCK_WAIT = constantFragment(lockWaitCte(String(KEY_LOCK_WAIT_MS)));
+const TAKEOVER_LOCK_WAIT = constantFragment(KEY_LOCK_WAIT_CTE);
 
 /**
  * Takes over an unfinished key whose lease ran out or was released, with a new lock token

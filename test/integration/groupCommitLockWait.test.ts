@@ -17,7 +17,8 @@ import {
   withSessionSetting,
   type TestDatabase,
 } from '../support/testDatabase.js';
-import { aGate, aKey, aRequest, settlesSoon, waitFor, waitingOnLocks } from '../support/charges.js';
+import { aKey, aRequest, settlesSoon, waitingOnLocks } from '../support/charges.js';
+import { aKeyHolder } from '../support/keyHolder.js';
 
 // Group commit must not tie unrelated keys to one key's wait: a key another process holds
 // uncommitted (its claim inside a `reserve` hook) waits alone, for a while, and its call alone
@@ -36,21 +37,10 @@ afterAll(async () => {
  * gate opens: the key's row is inserted but not committed, so a claim of it anywhere waits.
  */
 async function holdKeyUncommitted(merchantId: string, key: string) {
-  const gate = aGate();
-  let holding = false;
-  const holder = createChargeEngine({
-    pool: db.pgPool,
-    provider: createFakeProvider(),
-    hooks: {
-      reserve: async () => {
-        holding = true;
-        await gate.wait();
-      },
-    },
-  });
-  const held = holder.processCharge(key, aRequest({ merchantId }));
-  await waitFor(() => Promise.resolve(holding));
-  return { held, release: gate.open };
+  const holder = aKeyHolder(db.pgPool, 'reserve');
+  const held = holder.engine.processCharge(key, aRequest({ merchantId }));
+  await holder.holding(1);
+  return { held, release: holder.release };
 }
 
 /**

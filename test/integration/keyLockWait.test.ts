@@ -14,7 +14,8 @@ import {
   withSessionSetting,
   type TestDatabase,
 } from '../support/testDatabase.js';
-import { aGate, aKey, aRequest, readKey, settlesSoon, waitFor } from '../support/charges.js';
+import { aKey, aRequest, readKey, settlesSoon, waitFor } from '../support/charges.js';
+import { aKeyHolder } from '../support/keyHolder.js';
 import { gatedProvider } from '../support/gatedProvider.js';
 
 // A key another transaction holds (its claim uncommitted inside a `reserve` hook, or its row
@@ -30,33 +31,9 @@ afterAll(async () => {
   await db.drop();
 });
 
-type Hooks = NonNullable<ChargeEngineOptions['hooks']>;
-
-/**
- * Another process's engine whose `reserve` (or `complete`) hook waits for the gate, holding the
- * keys it charges: uncommitted (reserve), or their rows locked (complete).
- */
-function aHolder(hook: 'reserve' | 'complete', options: Partial<ChargeEngineOptions> = {}) {
-  const gate = aGate();
-  let holding = 0;
-  const hooks: Hooks = {
-    [hook]: async () => {
-      holding += 1;
-      await gate.wait();
-    },
-  };
-  const engine = createChargeEngine({
-    pool: db.pgPool,
-    provider: createFakeProvider(),
-    hooks,
-    ...options,
-  });
-  return {
-    engine,
-    release: gate.open,
-    holding: (count: number) => waitFor(() => Promise.resolve(holding >= count)),
-  };
-}
+/** A holder on this file's database (see `aKeyHolder`). */
+const aHolder = (hook: 'reserve' | 'complete', options: Partial<ChargeEngineOptions> = {}) =>
+  aKeyHolder(db.pgPool, hook, options);
 
 const answerOf = (promise: Promise<unknown>) => promise.catch((e: unknown) => e);
 
