@@ -6,8 +6,8 @@ import {
   type MovementClaim,
   type MovementClaimInput,
 } from '../store/movementStore.js';
-import { withStore } from '../store/storeErrors.js';
 import type { EngineEnv } from './engineEnv.js';
+import { withKeyStore } from './existingKey.js';
 import { hookTransaction } from './hookTransaction.js';
 import type { MovementDefinition } from './movementDefinitions.js';
 import type { MovementHookContext, MovementHooks } from './movementTypes.js';
@@ -37,7 +37,8 @@ export function movementHooksOf(env: EngineEnv, def: MovementDefinition): Moveme
  * `claimMovement`). With a `reserve` hook, the claim and the caller's SQL share one transaction:
  * the hook runs under a savepoint once the amount is held, and a `ChargeRejectedError` from it
  * undoes the hook's writes and ends the movement `refused` with the hook's response, the
- * reservation given back, in the same commit. A refusal of chargeonce's runs no hook.
+ * reservation given back, in the same commit. A refusal of chargeonce's runs no hook. A key
+ * another transaction holds is a 409, as for a charge (`withKeyStore`).
  */
 export async function claimMovementPhase(
   env: EngineEnv,
@@ -52,7 +53,7 @@ export async function claimMovementPhase(
     'claim',
     scoped,
     () =>
-      withStore(async () => {
+      withKeyStore(env, scoped, async () => {
         if (!hook) return claimMovement({ pg: pools.pg, slonik: pools.slonik }, env.tables, input);
         return pools.slonik.transaction(async (tx) => {
           const claim = await claimMovement({ pg: null, slonik: tx }, env.tables, input);

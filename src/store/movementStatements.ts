@@ -6,6 +6,7 @@ import {
   WAITERS_CHANNEL,
 } from './hotStatements.js';
 import type { PreparedStatement } from './hotStatements.js';
+import { KEY_LOCK_WAIT_CTE } from './keyLockWait.js';
 import type { Tables } from './tables.js';
 
 /** The two statements of a fresh refund or capture, as of a charge, for one schema. */
@@ -22,13 +23,18 @@ export type MovementStatements = { claim: PreparedStatement; complete: PreparedS
  * nothing was captured or held. When the condition fails, the movement is written `refused`,
  * with the reason read from the charge (for the stored, replayed refusal).
  *
+ * Its insert waits on a key held uncommitted elsewhere for `KEY_LOCK_WAIT_MS` at most, as a
+ * charge's claim does (then 55P03, see `isKeyLockWait`); the session's `lock_timeout` is put back
+ * before the charge's row is locked, since that wait is the line racing movements of one charge
+ * stand in, not a sign of an attempt in progress.
+ *
  * Parameters: merchant, operation, key, request hash, canonical request, movement id, lock token,
  * lease ms, kind (`refund`/`capture`), charge id, amount (null: a capture of all), reason,
  * provider key.
  */
 function claimText(keys: string, charges: string, movements: string): string {
   return `
-    WITH existing AS (
+    WITH ${KEY_LOCK_WAIT_CTE} existing AS (
       SELECT k.request_hash, k.recovery_point, k.charge_id::text AS charge_id,
         ${LEASE_COLUMNS},
         k.attempts, k.response_status, k.response_body, m.status AS movement_status,
@@ -47,9 +53,15 @@ function claimText(keys: string, charges: string, movements: string): string {
         charge_id, lock_token, locked_until)
       SELECT $1::text, $2::text, $3::text, $4::text, $5::text, 'reserved', $6::uuid, $7::uuid,
         now() + $8::float8 * interval '1 millisecond'
+      FROM lock_wait
       WHERE NOT EXISTS (SELECT 1 FROM existing)
       ON CONFLICT (merchant_id, operation, key) DO NOTHING
       RETURNING charge_id
+    ), restored AS MATERIALIZED (
+      -- The session's lock_timeout back once the insert (and its wait) is done: reading every
+      -- row of \`claimed\` runs it to the end first.
+      SELECT set_config('lock_timeout', l.was, true) AS lock_timeout
+      FROM lock_wait l, (SELECT count(*) FROM claimed) AS inserted
     ), seen AS (
       -- The charge, locked first: a claim waits here for a movement that holds the row (its
       -- claim or completion committing) and reads the row as that one left it. Both the
@@ -62,13 +74,22 @@ function claimText(keys: string, charges: string, movements: string): string {
         c.provider_charge_id
       FROM ${charges} c
       WHERE c.merchant_id = $1::text AND c.id = $10::uuid
-        AND EXISTS (SELECT 1 FROM claimed)
+        AND EXISTS (SELECT 1 FROM claimed) AND EXISTS (SELECT 1 FROM restored)
       FOR NO KEY UPDATE
     ), held AS (
+      -- The SET asks again what the WHERE asked of \`seen\`, of the row it writes: PostgreSQL
+      -- checks the table's CHECK constraints on the row made from the version this statement's
+      -- snapshot saw before it finds that version outdated and makes the row again from the
+      -- newest (the one \`seen\` locked). Made from an outdated version (before a capture that
+      -- committed since), an unconditional sum broke \`charges_refunds_within_capture\`, and the
+      -- claim failed. On the row finally written the two questions get the same answer.
       UPDATE ${charges} c
       SET refund_reserved_minor = CASE WHEN $9::text = 'refund'
+            AND c.refunded_minor + c.refund_reserved_minor + $11::bigint
+              <= CASE WHEN c.authorized_only THEN coalesce(c.captured_minor, 0)
+                 ELSE c.amount_minor END
             THEN c.refund_reserved_minor + $11::bigint ELSE c.refund_reserved_minor END,
-          capture_reserved_minor = CASE WHEN $9::text = 'capture'
+          capture_reserved_minor = CASE WHEN $9::text = 'capture' AND c.captured_minor IS NULL
             THEN coalesce($11::bigint, c.amount_minor) ELSE c.capture_reserved_minor END,
           updated_at = now()
       FROM seen s

@@ -9,6 +9,7 @@ import {
 import { createFakeProvider } from '../../src/testing/index.js';
 import { createTestDatabase, type TestDatabase } from '../support/testDatabase.js';
 import { aGate, aKey, aRequest, waitFor, waitingOnLocks } from '../support/charges.js';
+import { readStoredCharge } from '../support/readStoreBooks.js';
 
 // A refund or capture asked while another movement (or the charge itself) holds its charge's
 // row waits for it, and is decided, and told why when refused, on the row as that one left it,
@@ -111,6 +112,26 @@ describe('a movement asked while its charge is held', () => {
     expect(refund.status).toBe('refused');
     // Captured 600 by then: 700 exceeds what can be refunded; it is no longer "not captured".
     expect(refusalOf(refund.body)).toBe('exceeds_refundable');
+  });
+
+  it('a refund within what a capture committing meanwhile captures is reserved, not failed by a check', async () => {
+    const { engine, gate, held } = engineHolding((hold) => ({ capture: { complete: hold } }));
+    const merchantId = 'm_refusal_refund_within_capture';
+    const chargeId = await anAuthorization(engine, merchantId);
+
+    const capturing = engine.processCapture(aKey(), { merchantId, chargeId, amountMinor: 600 });
+    await waitFor(held);
+    // Its statement starts while nothing is captured yet, and waits for the capture's commit:
+    // the row it writes must be made from the captured charge (PostgreSQL checks the row made
+    // from the older version first, where 100 more refunded exceeded the 0 captured).
+    const refunding = engine.processRefund(aKey(), { merchantId, chargeId, amountMinor: 100 });
+    await someoneWaits();
+    gate.open();
+
+    expect((await capturing).status).toBe('succeeded');
+    expect((await refunding).status).toBe('succeeded');
+    const charge = await readStoredCharge(db.pool, db.tables, merchantId, chargeId);
+    expect(charge).toMatchObject({ capturedMinor: 600, refundedMinor: 100, refundReservedMinor: 0 });
   });
 
   it('a refund asked while its charge completes is judged on the completed charge', async () => {

@@ -1,0 +1,154 @@
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import {
+  createChargeEngine,
+  createEnginePool,
+  IdempotencyKeyInUseError,
+  type PgPoolLike,
+  type RefundRequest,
+} from '../../src/index.js';
+import { createFakeProvider } from '../../src/testing/index.js';
+import { aGate, aKey, aRequest, settlesSoon, waitFor, waitingOnLocks } from '../support/charges.js';
+import {
+  createTestDatabase,
+  withSessionSetting,
+  type TestDatabase,
+} from '../support/testDatabase.js';
+
+// A refund's key another transaction holds uncommitted (its claim inside a `reserve` hook) is an
+// attempt in progress, answered 409 as a charge's is, not waited on for as long as that
+// transaction lasts. The charge's row is another matter: refunds of one charge take their turns
+// on it, and a refund of another key still waits for the one before it to commit.
+
+let db: TestDatabase;
+beforeAll(async () => {
+  db = await createTestDatabase();
+});
+afterAll(async () => {
+  await db.drop();
+});
+
+const merchantId = 'm_refund_held';
+/** One provider for every engine here: it knows the charges it made. */
+const provider = createFakeProvider();
+const answerOf = (promise: Promise<unknown>) => promise.catch((e: unknown) => e);
+
+/** A succeeded charge of 1,000 to refund. */
+async function aCharge(): Promise<string> {
+  const engine = createChargeEngine({ pool: db.pgPool, provider });
+  const outcome = await engine.processCharge(aKey(), aRequest({ merchantId, amountMinor: 1000 }));
+  return outcome.chargeId;
+}
+
+/** Another process's engine whose refunds wait in their `reserve` hook until `release`. */
+function aRefundHolder() {
+  const gate = aGate();
+  let holding = 0;
+  const engine = createChargeEngine({
+    pool: db.pgPool,
+    provider,
+    hooks: {
+      refund: {
+        reserve: async () => {
+          holding += 1;
+          await gate.wait();
+        },
+      },
+    },
+  });
+  return {
+    engine,
+    release: gate.open,
+    holding: () => waitFor(() => Promise.resolve(holding >= 1)),
+  };
+}
+
+describe('a retry of a refund key another process holds uncommitted', () => {
+  it('is answered 409 while it is held, then replays its outcome', async () => {
+    const refund: RefundRequest = { merchantId, chargeId: await aCharge(), amountMinor: 400 };
+    const key = aKey();
+    const holder = aRefundHolder();
+    const held = holder.engine.processRefund(key, refund);
+    await holder.holding();
+    const retrier = createChargeEngine({ pool: db.pgPool, provider });
+    try {
+      const answer = answerOf(retrier.processRefund(key, refund));
+      expect(await settlesSoon(answer)).toBe(true);
+      expect(await answer).toBeInstanceOf(IdempotencyKeyInUseError);
+      expect(await answer).toMatchObject({ httpStatus: 409 });
+    } finally {
+      holder.release();
+    }
+    const outcome = await held;
+    expect(outcome).toMatchObject({ status: 'succeeded' });
+    expect(await retrier.processRefund(key, refund)).toMatchObject({
+      refundId: outcome.refundId,
+      replayed: true,
+    });
+  });
+
+  it("leaves the session's lock timeout to the retrier's own reserve hook", async () => {
+    const chargeId = await aCharge();
+    const key = aKey();
+    const holder = aRefundHolder();
+    const held = holder.engine.processRefund(key, { merchantId, chargeId, amountMinor: 400 });
+    await holder.holding();
+    const pool: PgPoolLike = await createEnginePool(
+      withSessionSetting(db.url, 'lock_timeout', '20s'),
+    );
+    const seen: unknown[] = [];
+    const retrier = createChargeEngine({
+      pool,
+      provider,
+      hooks: {
+        refund: {
+          reserve: async (tx) => {
+            const { rows } = await tx.query("SELECT current_setting('lock_timeout') AS t");
+            seen.push(rows[0]?.t);
+          },
+        },
+      },
+    });
+    try {
+      const answer = answerOf(retrier.processRefund(key, { merchantId, chargeId, amountMinor: 400 }));
+      expect(await settlesSoon(answer)).toBe(true);
+      expect(await answer).toBeInstanceOf(IdempotencyKeyInUseError);
+      // A refund of another charge: its hook runs after the claim, with the session's setting.
+      const other = { merchantId, chargeId: await aCharge(), amountMinor: 100 };
+      expect(await retrier.processRefund(aKey(), other)).toMatchObject({ status: 'succeeded' });
+      expect(seen).toEqual(['20s']);
+    } finally {
+      holder.release();
+      await held;
+      await pool.end();
+    }
+  });
+});
+
+describe("a refund of another key of a charge whose row a refund's transaction holds", () => {
+  it('waits for that transaction, then is judged on what it left', async () => {
+    const chargeId = await aCharge();
+    const holder = aRefundHolder();
+    const held = holder.engine.processRefund(aKey(), { merchantId, chargeId, amountMinor: 700 });
+    await holder.holding();
+    const engine = createChargeEngine({ pool: db.pgPool, provider });
+    const next = engine.processRefund(aKey(), { merchantId, chargeId, amountMinor: 400 });
+    let settled = false;
+    void next.then(
+      () => (settled = true),
+      () => (settled = true),
+    );
+    try {
+      // Waiting on the charge's row, past the 100 ms a key's wait is cut at.
+      await waitFor(async () => (await waitingOnLocks(db.pool)) >= 1);
+      await new Promise((resolve) => setTimeout(resolve, 300));
+      expect(settled).toBe(false);
+      expect(await waitingOnLocks(db.pool)).toBeGreaterThanOrEqual(1);
+    } finally {
+      holder.release();
+    }
+    expect(await held).toMatchObject({ status: 'succeeded' });
+    // 700 of 1,000 held first: 400 more is refused.
+    expect(await next).toMatchObject({ status: 'refused' });
+    expect(JSON.parse((await next).body)).toMatchObject({ refusal: 'exceeds_refundable' });
+  });
+});
