@@ -21,6 +21,9 @@ export type ChaosProgress = {
   kills: number;
 };
 
+/** Claims held uncommitted while their request was sent again, by how the retry was answered. */
+export type HoldCounts = { held: number; answered: number; blocked: number };
+
 /** An operation that never got a final outcome, even after the sweep and the client's return. */
 export type UnsettledOperation = {
   merchantId: string;
@@ -36,7 +39,8 @@ export type UnexpectedError = { merchantId: string; key: string; code: string; m
 /** What {@link runChaos} did and found. `ok` is the verdict. */
 export type ChaosReport = {
   /**
-   * True when there were no violations, no unexpected errors, and every operation settled.
+   * True when there were no violations, no unexpected errors, every operation settled, and every
+   * retry of a held claim was answered while it was held (`holds.blocked` is 0).
    */
   ok: boolean;
   /** The run's id; its merchants are `chaos-<runId>-m<N>`. */
@@ -56,6 +60,7 @@ export type ChaosReport = {
     killRate: number;
     crashRate: number;
     stallRate: number;
+    holdRate: number;
     clockStepRate: number;
     abandonRate: number;
     duplicateRate: number;
@@ -124,6 +129,12 @@ export type ChaosReport = {
   crashes: { total: number; byPoint: Record<CrashPoint, number>; onMovements: number };
   /** Attempts set to stall past their lease, and attempts that stepped their wall clock first. */
   stalls: number;
+  /**
+   * Claims held uncommitted while their request was sent again (`holdRate`), and how each retry
+   * was answered: while the claim was held (`answered`), or only once the hold ended (`blocked`,
+   * a failure: it waited on the key for as long as the holder's transaction lasted).
+   */
+  holds: HoldCounts;
   clockSteps: number;
   /** Provider outages started, and the requests refused during them. */
   outages: { started: number; refusedRequests: number };

@@ -18,6 +18,12 @@ export type AttemptEvent = {
   duplicate: boolean;
   /** How the attempt's wait on the key in progress ended, if it waited (`inProgress: { waitMs }`). */
   wait: WaitEnd | null;
+  /**
+   * For a second submission sent while the first attempt's claim was held uncommitted
+   * (`ChaosOptions.holdRate`): `answered` while it was still held, as it must be; `blocked` only
+   * once the hold ended, after waiting on the key.
+   */
+  heldClaim?: 'answered' | 'blocked';
 } & (
   | {
       kind: 'outcome';

@@ -19,6 +19,11 @@ export type AttemptRoute = {
   event?(event: ChargeOnceEvent): void;
   /** A completion of its key sent a NOTIFY to waiters. */
   notified?(): void;
+  /**
+   * Its claim's transaction reached the `reserve` hook (of an engine made to hold claims): the
+   * hook waits for the promise returned, if any, with the key uncommitted.
+   */
+  hold?(): Promise<void> | undefined;
 };
 
 /** A key as the engine names it in its fault-injector calls and events. */
@@ -37,6 +42,8 @@ export type AttemptRouter = {
   run<T>(scoped: KeyRef, route: AttemptRoute, attempt: () => Promise<T>): Promise<T>;
   /** Tells the attempts in flight for a key that its completion notified waiters. */
   notified(scoped: KeyRef): void;
+  /** The `reserve` hook of an engine that holds claims: waits as the key's attempt says. */
+  hold(scoped: KeyRef): Promise<void>;
 };
 
 const idOf = (scoped: KeyRef) => `${scoped.merchantId}\n${scoped.key}`;
@@ -122,6 +129,12 @@ export function createAttemptRouter(provider: PaymentProvider): AttemptRouter {
       }
     },
     notified: (scoped) => each(idOf(scoped), (route) => route.notified?.()),
+    hold: async (scoped) => {
+      for (const route of routes.get(idOf(scoped)) ?? []) {
+        const held = route.hold?.();
+        if (held) return held;
+      }
+    },
   };
 }
 

@@ -5,6 +5,9 @@ import { createAttemptRouter, type AttemptRouter } from './createAttemptRouter.j
 import { countGroupCommit, type GroupCommitCounts } from './countGroupCommit.js';
 import { listenForWakeUps } from './listenForWakeUps.js';
 
+/** A key as the hooks name it. */
+type KeyRef = { merchantId: string; key: string };
+
 /** What the engines of one chaos process are made with. */
 export type ChaosEngineSettings = {
   /** The process's node-postgres pool: every engine shares it (group commit needs one). */
@@ -41,11 +44,22 @@ export type SharedEngine = {
 export type ChaosEngines = {
   /**
    * The engine for a client's attempt: the shared one, or, for an attempt that commits its claim
-   * on its own (`separateClaim`, an engine option), the one shared by those attempts.
+   * on its own (`separateClaim`, an engine option), the one shared by those attempts; or, for an
+   * attempt whose claim is to be held uncommitted (`hold`), the one whose `reserve` hooks wait
+   * as the attempt's route says (`AttemptRoute.hold`).
    */
-  forAttempt(separateClaim: boolean): SharedEngine;
+  forAttempt(separateClaim: boolean, hold?: boolean): SharedEngine;
   /** The engine for a second submission of a request: another server, with the other policy. */
   forDuplicate(): SharedEngine;
+  /** How long an engine of this process waits on a key in progress, at most (`0`: none waits). */
+  longestWaitMs: number;
+  /**
+   * Takes this process's one hold of a claim (see `holdClaim`): its release, or null while
+   * another attempt holds one. A held claim keeps one of the pool's connections; two at once
+   * could take every connection from the retries that must be answered meanwhile, a test of the
+   * pool's size rather than of the key's lock.
+   */
+  takeHold(): (() => void) | null;
   /** How this process's claims and completions went on the wire so far. */
   counts(): GroupCommitCounts;
   /** Closes the engines and the listener; the pool stays open (it is the caller's). */
@@ -62,16 +76,20 @@ export type ChaosEngines = {
  * - the shared engine, which most attempts use;
  * - one like it whose claims commit on their own (`separateClaim`), for the attempts that draw
  *   it: the option is the engine's, and only such attempts can crash with a key at `started`;
- * - one with the other in-progress policy, for second submissions of a request.
+ * - one with the other in-progress policy, for second submissions of a request;
+ * - one whose `reserve` hooks (a charge's, a refund's, a capture's) wait while the attempt says
+ *   so, holding the claim's transaction open: a slow hook, with the key uncommitted. It runs
+ *   no other claims (its own engine: group commit never batches another key with a held one).
  */
 export async function createChaosEngines(settings: ChaosEngineSettings): Promise<ChaosEngines> {
   const counted = countGroupCommit(settings.pool, settings.schema);
   const made = new Map<string, SharedEngine>();
-  const make = (separateClaim: boolean, waits: boolean): SharedEngine => {
-    const name = `${separateClaim ? 'separate' : 'joint'}/${waits ? 'wait' : 'reject'}`;
+  const make = (separateClaim: boolean, waits: boolean, hold = false): SharedEngine => {
+    const name = `${separateClaim ? 'separate' : 'joint'}/${waits ? 'wait' : 'reject'}${hold ? '/hold' : ''}`;
     let shared = made.get(name);
     if (!shared) {
       const router = createAttemptRouter(settings.provider);
+      const reserve = { reserve: (_tx: unknown, scoped: KeyRef) => router.hold(scoped) };
       const engine = createChargeEngine({
         pool: counted.pool,
         provider: router.provider,
@@ -83,11 +101,13 @@ export async function createChaosEngines(settings: ChaosEngineSettings): Promise
         inProgress: waits ? { waitMs: settings.waitMs } : 'reject',
         faults: router.faults,
         onEvent: router.onEvent,
+        ...(hold ? { hooks: { ...reserve, refund: reserve, capture: reserve } } : {}),
       });
       made.set(name, (shared = { engine, router, waits }));
     }
     return shared;
   };
+  let holding = false;
   const clientsWait = settings.waitMs > 0 && settings.clientsWait;
   const duplicatesWait = settings.waitMs > 0 && !settings.clientsWait;
   const listener =
@@ -98,8 +118,16 @@ export async function createChaosEngines(settings: ChaosEngineSettings): Promise
       : null;
 
   return {
-    forAttempt: (separateClaim) => make(separateClaim, clientsWait),
+    forAttempt: (separateClaim, hold) => make(separateClaim, clientsWait, hold),
     forDuplicate: () => make(false, duplicatesWait),
+    longestWaitMs: settings.waitMs,
+    takeHold: () => {
+      if (holding) return null;
+      holding = true;
+      return () => {
+        holding = false;
+      };
+    },
     counts: counted.counts,
     close: async () => {
       await Promise.all([...made.values()].map((shared) => shared.engine.close()));

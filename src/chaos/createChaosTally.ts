@@ -1,5 +1,5 @@
 import { CRASH_POINTS, type CrashPoint } from '../engine/types.js';
-import type { ChaosProgress, UnexpectedError } from './ChaosReport.js';
+import type { ChaosProgress, HoldCounts, UnexpectedError } from './ChaosReport.js';
 import type { ChaosPlan } from './createChaosPlan.js';
 import type {
   ChaosStatus,
@@ -32,6 +32,7 @@ export type ChaosTally = {
     retryableErrors: Record<string, number>;
     crashes: { total: number; byPoint: Record<CrashPoint, number>; onMovements: number };
     stalls: number;
+    holds: HoldCounts;
     clockSteps: number;
     replays: number;
     adoptions: number;
@@ -63,6 +64,7 @@ export function createChaosTally(plan: ChaosPlan): ChaosTally {
   let clockSteps = 0;
   let duplicates = 0;
   const waits = { waited: 0, woken: 0, answered: 0, timedOut: 0, failed: 0 };
+  const holds: HoldCounts = { held: 0, answered: 0, blocked: 0 };
   const tried = new Set<number>();
   const retryableErrors: Record<string, number> = {};
   const byPoint = Object.fromEntries(CRASH_POINTS.map((p) => [p, 0])) as Record<CrashPoint, number>;
@@ -84,6 +86,10 @@ export function createChaosTally(plan: ChaosPlan): ChaosTally {
       if (event.wait !== null) {
         waits.waited += 1;
         waits[event.wait] += 1;
+      }
+      if (event.heldClaim !== undefined) {
+        holds.held += 1;
+        holds[event.heldClaim] += 1;
       }
       if (event.duplicate) duplicates += 1;
       // Counted per operation, not per process: a restarted worker's first try is a retry too.
@@ -174,6 +180,7 @@ export function createChaosTally(plan: ChaosPlan): ChaosTally {
       retryableErrors: { ...retryableErrors },
       crashes: { total: crashTotal, byPoint: { ...byPoint }, onMovements: movementCrashes },
       stalls,
+      holds: { ...holds },
       clockSteps,
       replays,
       adoptions,

@@ -9,6 +9,11 @@ export type AttemptFaults = {
   /** Where the attempt stalls past its lease, if it does. */
   stall: StallPoint | null;
   separateClaim: boolean;
+  /**
+   * The attempt's claim is held uncommitted (a slow `reserve` hook) while a second submission of
+   * its request is sent; such an attempt claims jointly, so that its key is uncommitted meanwhile.
+   */
+  hold: boolean;
 };
 
 /**
@@ -27,6 +32,8 @@ export type FaultRates = {
   crashRate: number;
   /** The chance an attempt stalls at one of `STALL_POINTS` for longer than its lease. */
   stallRate: number;
+  /** The chance an attempt's claim is held uncommitted while its request is sent again. */
+  holdRate: number;
   leaseMs: number;
   providerTimeoutMs: number;
 };
@@ -41,7 +48,9 @@ const SEPARATE_CLAIM_SHARE = 0.25;
  * attempt waits, once, from a lease less the provider budget up to a lease and a half.
  */
 export function createCrashInjector(random: () => number, rates: FaultRates): AttemptFaults {
-  const separateClaim = random() < SEPARATE_CLAIM_SHARE;
+  // Drawn only when asked for, so that runs without it draw as they did.
+  const hold = rates.holdRate > 0 && random() < rates.holdRate;
+  const separateClaim = random() < SEPARATE_CLAIM_SHARE && !hold;
   const point = random() < rates.crashRate ? pickFrom(CRASH_POINTS, random) : null;
   const stall = random() < rates.stallRate ? pickFrom(STALL_POINTS, random) : null;
   // From a lease less the provider budget (the lease may run out mid-call, were it not
@@ -49,7 +58,7 @@ export function createCrashInjector(random: () => number, rates: FaultRates): At
   const shortest = Math.max(0, rates.leaseMs - rates.providerTimeoutMs);
   const stallMs = shortest + Math.floor(random() * (1.5 * rates.leaseMs - shortest));
   if (point === null && stall === null) {
-    return { faults: undefined, point, stall, separateClaim };
+    return { faults: undefined, point, stall, separateClaim, hold };
   }
   let crashed = false;
   let stalled = false;
@@ -57,6 +66,7 @@ export function createCrashInjector(random: () => number, rates: FaultRates): At
     point,
     stall,
     separateClaim,
+    hold,
     faults: {
       shouldCrash: (at) => {
         if (crashed || at !== point) return false;

@@ -68,6 +68,16 @@ export type ChaosOptions = {
    */
   stallRate?: number;
   /**
+   * The chance that an attempt's claim is held uncommitted (a `reserve` hook that takes its time)
+   * while its request is sent again through the process's engine for second submissions. That
+   * retry must be answered while the claim is still held (a 409, or the end of its own wait),
+   * not kept waiting on the key: one answered only once the hold ended is a failure of the run
+   * (`holds.blocked`). The hold ends when the retry is answered (5 s past `waitMs` at most).
+   * A process holds one claim at a time, and none with a `poolSize` of 1.
+   * @defaultValue `0.01`
+   */
+  holdRate?: number;
+  /**
    * The chance, per attempt, that the attempting process's wall clock (`Date.now`) steps an hour
    * or a minute forwards or backwards, for the rest of the run.
    * @defaultValue `0.005`
@@ -240,6 +250,7 @@ export function resolveChaosOptions(options: ChaosOptions): ResolvedChaosOptions
     duplicateRate: options.duplicateRate ?? 0.05,
     waitMs: options.waitMs ?? Math.floor((options.leaseMs ?? 2_000) / 2),
     stallRate: options.stallRate ?? 0.02,
+    holdRate: options.holdRate ?? 0.01,
     clockStepRate: options.clockStepRate ?? 0.005,
     outageRate: options.outageRate ?? 0.002,
     outageMs: options.outageMs ?? 3 * (options.leaseMs ?? 2_000),
@@ -284,6 +295,7 @@ export function resolveChaosOptions(options: ChaosOptions): ResolvedChaosOptions
   requireRate('duplicateRate', resolved.duplicateRate);
   requireInteger('waitMs', resolved.waitMs, 0);
   requireRate('stallRate', resolved.stallRate);
+  requireRate('holdRate', resolved.holdRate);
   requireRate('clockStepRate', resolved.clockStepRate);
   requireRate('outageRate', resolved.outageRate);
   requireRate('lateRetryRate', resolved.lateRetryRate);

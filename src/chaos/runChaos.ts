@@ -166,6 +166,7 @@ async function runAgainst(
   const faultRates = {
     crashRate: o.crashRate,
     stallRate: o.stallRate,
+    holdRate: effectiveHoldRate(o),
     clockStepRate: o.clockStepRate,
     abandonRate: o.abandonRate,
     duplicateRate: o.duplicateRate,
@@ -271,6 +272,7 @@ async function runAgainst(
     engines,
     crashRate: 0,
     stallRate: 0,
+    holdRate: 0,
     clockStepRate: 0,
     abandonRate: 0,
     duplicateRate: 0,
@@ -329,7 +331,11 @@ async function runAgainst(
     return { merchantId, key, operation: kind, lastError: tally.lastError(op) };
   });
   return {
-    ok: violations.length === 0 && counts.unexpectedErrors.length === 0 && unsettled.length === 0,
+    ok:
+      violations.length === 0 &&
+      counts.unexpectedErrors.length === 0 &&
+      unsettled.length === 0 &&
+      counts.holds.blocked === 0,
     runId,
     seed: o.seed,
     schema: o.schema,
@@ -341,6 +347,7 @@ async function runAgainst(
       killRate: o.workers === 0 ? 0 : o.killRate,
       crashRate: o.crashRate,
       stallRate: o.stallRate,
+      holdRate: effectiveHoldRate(o),
       clockStepRate: o.clockStepRate,
       abandonRate: o.abandonRate,
       duplicateRate: o.duplicateRate,
@@ -375,6 +382,7 @@ async function runAgainst(
     retryableErrors: counts.retryableErrors,
     crashes: counts.crashes,
     stalls: counts.stalls,
+    holds: counts.holds,
     clockSteps: counts.clockSteps,
     outages: { started: stats.outages, refusedRequests: stats.outageRefusals },
     processesKilled: fleet.processesKilled,
@@ -484,4 +492,12 @@ function countByStatus(entries: MovementLedger['refunds']): { succeeded: number;
   const counts = { succeeded: 0, failed: 0 };
   for (const entry of entries) counts[entry.status] += 1;
   return counts;
+}
+
+/**
+ * `holdRate`, or 0 with a pool of one connection: the held claim would keep it from the retry
+ * that must be answered meanwhile.
+ */
+function effectiveHoldRate(o: ResolvedChaosOptions): number {
+  return o.poolSize < 2 ? 0 : o.holdRate;
 }

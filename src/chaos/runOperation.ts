@@ -4,6 +4,7 @@ import { classifyAttemptError } from './classifyAttemptError.js';
 import type { ChaosEngines } from './createChaosEngines.js';
 import type { PlannedOperation } from './createChaosPlan.js';
 import { createCrashInjector } from './createCrashInjector.js';
+import { holdClaim } from './holdClaim.js';
 import type { OperationEnd, OperationSink } from './OperationSink.js';
 import { sendDuplicate } from './sendDuplicate.js';
 import type { OperationCall } from './sendOperation.js';
@@ -19,6 +20,11 @@ export type ClientSettings = {
   crashRate: number;
   /** The chance an attempt stalls past its lease (see `ChaosOptions.stallRate`). */
   stallRate: number;
+  /**
+   * The chance an attempt's claim is held uncommitted while its request is sent again (see
+   * `ChaosOptions.holdRate`).
+   */
+  holdRate: number;
   /** The chance an attempt first steps this process's wall clock. */
   clockStepRate: number;
   abandonRate: number;
@@ -90,12 +96,18 @@ async function runAttempts(
       clockStepped,
       duplicate: false,
     };
-    const shared = settings.engines.forAttempt(drawn.separateClaim);
+    const shared = settings.engines.forAttempt(drawn.separateClaim, drawn.hold);
     const watch = watchAttempt(shared.waits);
+    const held = drawn.hold ? holdClaim(settings, op, call, sink) : null;
+    const route = {
+      faults: drawn.faults,
+      ...watch.route,
+      ...(held ? { hold: () => held.hold() } : {}),
+    };
     try {
-      const answer = await shared.router.run(scoped, { faults: drawn.faults, ...watch.route }, () =>
-        call(shared.engine),
-      );
+      const answer = await shared.router
+        .run(scoped, route, () => call(shared.engine))
+        .finally(() => held?.settled());
       const found = watch.found();
       sink.attempt({
         ...scoped,

@@ -20,6 +20,8 @@ export async function sendDuplicate(
   call: OperationCall,
   sink: OperationSink,
   delayMs: number,
+  /** Sent while the first attempt's claim is held uncommitted (see `holdClaim`). */
+  whileHeld?: { released(): boolean },
 ): Promise<void> {
   await pause(delayMs, settings.signal);
   if (settings.signal?.aborted) return;
@@ -34,10 +36,16 @@ export async function sendDuplicate(
     clockStepped: false,
     duplicate: true,
   };
+  // Whether it was answered while the claim was still held, told with whatever it got.
+  const held = () =>
+    whileHeld
+      ? { heldClaim: whileHeld.released() ? ('blocked' as const) : ('answered' as const) }
+      : {};
   try {
     const answer = await shared.router.run(scoped, watch.route, () => call(shared.engine));
     sink.attempt({
       ...scoped,
+      ...held(),
       wait: watch.wait('outcome'),
       kind: 'outcome',
       status: answer.status,
@@ -53,6 +61,7 @@ export async function sendDuplicate(
     const classified = classifyAttemptError(error);
     sink.attempt({
       ...scoped,
+      ...held(),
       wait,
       ...(classified.kind === 'retry' ? classified.event : classified),
     });

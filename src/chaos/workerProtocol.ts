@@ -16,6 +16,7 @@ export type WorkerPlan = {
   concurrency: number;
   crashRate: number;
   stallRate: number;
+  holdRate: number;
   clockStepRate: number;
   abandonRate: number;
   duplicateRate: number;

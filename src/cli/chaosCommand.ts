@@ -38,6 +38,9 @@ Options:
                             where clients wait (default: lease / 2)
   --stall-rate P            per attempt, chance it stalls about a lease after the claim commit,
                             before the provider call or after it (default: 0.02)
+  --hold-rate P             per attempt, chance its claim is held uncommitted (a slow reserve hook)
+                            while its request is sent again, which must be answered meanwhile
+                            (default: 0.01)
   --clock-step-rate P       per attempt, chance its process's wall clock steps ±1 min or ±1 h
                             first (default: 0.005)
   --outage-rate P           per settled charge, chance the provider goes down (default: 0.002)
@@ -110,6 +113,7 @@ export async function chaosCommand(
       'reset-rate': { type: 'string' },
       'rate-limit-rate': { type: 'string' },
       'decline-rate': { type: 'string' },
+      'hold-rate': { type: 'string' },
       'wrong-amount-rate': { type: 'string' },
       'malformed-rate': { type: 'string' },
       'stall-rate': { type: 'string' },
@@ -153,6 +157,7 @@ export async function chaosCommand(
     ...defined('duplicateRate', rate('duplicate-rate')),
     ...defined('waitMs', count('wait-ms')),
     ...defined('stallRate', rate('stall-rate')),
+    ...defined('holdRate', rate('hold-rate')),
     ...defined('clockStepRate', rate('clock-step-rate')),
     ...defined('outageRate', rate('outage-rate')),
     ...defined('outageMs', count('outage-ms')),

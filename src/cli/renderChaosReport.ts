@@ -47,6 +47,11 @@ export function renderChaosReport(report: ChaosReport): string[] {
     `${list(report.crashes.byPoint)}; in refunds and captures ${report.crashes.onMovements}`,
   );
   row('stalls injected', report.stalls, 'attempts set to stall past their lease');
+  row(
+    'claims held',
+    report.holds.held,
+    `retried meanwhile: answered while held ${report.holds.answered}, blocked until released ${report.holds.blocked}`,
+  );
   row('clock steps', report.clockSteps, 'wall clock stepped ±1 min or ±1 h');
   row(
     'provider outages',
@@ -113,6 +118,11 @@ export function renderChaosReport(report: ChaosReport): string[] {
       lines.push(`  ${e.merchantId} ${e.key}: ${e.code}: ${e.message}`);
     }
     more(lines, report.unexpectedErrors.length);
+  }
+  if (report.holds.blocked > 0) {
+    lines.push(
+      `RETRIES OF HELD CLAIMS BLOCKED: ${report.holds.blocked} waited on the key until its holder's transaction ended`,
+    );
   }
   if (report.unsettled.length > 0) {
     lines.push(`UNSETTLED OPERATIONS: ${report.unsettled.length}`);
