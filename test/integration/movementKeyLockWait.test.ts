@@ -109,7 +109,9 @@ describe('a retry of a refund key another process holds uncommitted', () => {
       },
     });
     try {
-      const answer = answerOf(retrier.processRefund(key, { merchantId, chargeId, amountMinor: 400 }));
+      const answer = answerOf(
+        retrier.processRefund(key, { merchantId, chargeId, amountMinor: 400 }),
+      );
       expect(await settlesSoon(answer)).toBe(true);
       expect(await answer).toBeInstanceOf(IdempotencyKeyInUseError);
       // A refund of another charge: its hook runs after the claim, with the session's setting.

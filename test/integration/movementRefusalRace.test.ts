@@ -131,7 +131,11 @@ describe('a movement asked while its charge is held', () => {
     expect((await capturing).status).toBe('succeeded');
     expect((await refunding).status).toBe('succeeded');
     const charge = await readStoredCharge(db.pool, db.tables, merchantId, chargeId);
-    expect(charge).toMatchObject({ capturedMinor: 600, refundedMinor: 100, refundReservedMinor: 0 });
+    expect(charge).toMatchObject({
+      capturedMinor: 600,
+      refundedMinor: 100,
+      refundReservedMinor: 0,
+    });
   });
 
   it('a refund asked while its charge completes is judged on the completed charge', async () => {
