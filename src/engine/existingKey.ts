@@ -77,11 +77,25 @@ function keyHeldElsewhere(
   env: EngineEnv,
   scoped: ScopedKey,
   cause: unknown,
+  uncommitted: boolean,
 ): IdempotencyKeyInUseError {
   const retryAfterMs = retryAfterForLease(env.leaseMs);
   if (env.inProgress === 'reject')
     env.observer.event({ type: 'conflict', ...scoped, retryAfterMs });
-  return new IdempotencyKeyInUseError(retryAfterMs, { cause });
+  const error = new IdempotencyKeyInUseError(retryAfterMs, { cause });
+  if (uncommitted) heldUncommitted.add(error);
+  return error;
+}
+
+/** The 409s of claims whose key another transaction inserted and has not committed yet. */
+const heldUncommitted = new WeakSet<IdempotencyKeyInUseError>();
+
+/**
+ * True for the 409 of a claim whose key another transaction holds uncommitted (a claim inside a
+ * `reserve` hook, say): no row to mark and no notification to wait for until it commits.
+ */
+export function isHeldUncommitted(error: IdempotencyKeyInUseError): boolean {
+  return heldUncommitted.has(error);
 }
 
 /**
@@ -95,7 +109,8 @@ export function withKeyStore<T>(
   anyLock = false,
 ): Promise<T> {
   return withStore(operation).then(undefined, (error: unknown) => {
-    throw isKeyLockWait(error, anyLock) ? keyHeldElsewhere(env, scoped, error) : error;
+    // A claim waits only on the key's insert; a takeover (`anyLock`) on a key that is there.
+    throw isKeyLockWait(error, anyLock) ? keyHeldElsewhere(env, scoped, error, !anyLock) : error;
   });
 }
 

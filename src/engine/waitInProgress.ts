@@ -4,6 +4,7 @@ import type { ScopedKey } from '../store/keyState.js';
 import { markWaiting } from '../store/markWaiting.js';
 import { withStore } from '../store/storeErrors.js';
 import type { EngineEnv } from './engineEnv.js';
+import { isHeldUncommitted } from './existingKey.js';
 
 /**
  * The longest a marked waiter sleeps without a notification: a safety net. A listener that drops
@@ -11,6 +12,14 @@ import type { EngineEnv } from './engineEnv.js';
  * without dropping the connection.
  */
 const FALLBACK_POLL_MS = 5_000;
+
+/**
+ * The pauses between tries of a key held uncommitted: from the first, doubling up to the last.
+ * Each try waits on the key's lock for 100 ms (with one of the pool's connections), so tries
+ * back to back would keep a connection busy for the whole wait.
+ */
+const HELD_FIRST_PAUSE_MS = 100;
+const HELD_LAST_PAUSE_MS = 800;
 
 /**
  * `inProgress: { waitMs }`: a key another attempt holds is waited on until its outcome comes or
@@ -26,6 +35,7 @@ export async function waitInProgress<T>(
 ): Promise<T> {
   const deadline = env.clock.now() + waitMs;
   let pauseMs = 20;
+  let heldPauseMs = HELD_FIRST_PAUSE_MS;
   for (;;) {
     try {
       return await attempt();
@@ -37,6 +47,12 @@ export async function waitInProgress<T>(
         throw error;
       }
       env.observer.event({ type: 'waiting', ...scoped, leftMs: left });
+      if (isHeldUncommitted(error)) {
+        // Nothing to mark (the row is not visible yet) and no NOTIFY before the holder commits.
+        await new Promise((resolve) => setTimeout(resolve, Math.min(heldPauseMs, left)));
+        heldPauseMs = Math.min(heldPauseMs * 2, HELD_LAST_PAUSE_MS);
+        continue;
+      }
       const pools = await env.pools();
       if (pools.pg && pools.waiters && (await pools.waiters.listen())) {
         const { waiters, pg } = pools;

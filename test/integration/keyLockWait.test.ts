@@ -133,6 +133,40 @@ describe('a retry of a key another process holds uncommitted', () => {
   });
 });
 
+describe('a caller that waits on a key another process holds uncommitted', () => {
+  it('tries again with back-off until its wait runs out, then is answered 409', async () => {
+    const merchantId = 'm_held_backoff';
+    const key = aKey();
+    const holder = aHolder('reserve');
+    const held = holder.engine.processCharge(key, aRequest({ merchantId }));
+    await holder.holding(1);
+    let tries = 0;
+    const waiter = createChargeEngine({
+      pool: db.pgPool,
+      provider: createFakeProvider(),
+      inProgress: { waitMs: 2_000 },
+      onEvent: (event) => {
+        if (event.type === 'waiting') tries += 1;
+      },
+    });
+    try {
+      const answer = await answerOf(waiter.processCharge(key, aRequest({ merchantId })));
+      expect(answer).toBeInstanceOf(IdempotencyKeyInUseError);
+      // Each try waits 100 ms on the key's lock; back to back they were about 17 in 2 s. The
+      // pauses between them (100 ms, doubling to 800 ms) leave about 5, fewer on a slow machine.
+      expect(tries).toBeGreaterThanOrEqual(2);
+      expect(tries).toBeLessThanOrEqual(8);
+    } finally {
+      holder.release();
+    }
+    const outcome = await held;
+    expect(await waiter.processCharge(key, aRequest({ merchantId }))).toMatchObject({
+      chargeId: outcome.chargeId,
+      replayed: true,
+    });
+  });
+});
+
 describe('a key whose completion holds its row in a complete hook', () => {
   it('is answered 409 to a caller that waits on keys in progress, within its wait', async () => {
     const merchantId = 'm_held_waiter';
