@@ -128,9 +128,13 @@ function claimText(keys: string, charges: string, movements: string): string {
       LEFT JOIN seen s ON true
       RETURNING status, refusal, amount_minor, currency, provider_charge_id
     )
+    -- \`restored\` again, for a claim whose insert lost its race (ON CONFLICT, no row): \`seen\`
+    -- then never asked for it, and a transaction that goes on would keep the 100 ms. Materialized,
+    -- so it puts the session's value back once, whoever asks first.
     SELECT EXISTS (SELECT 1 FROM claimed) AS claimed, e.*, mv.status AS new_status,
       mv.refusal AS new_refusal, mv.amount_minor::float8 AS new_amount_minor,
-      mv.currency AS new_currency, mv.provider_charge_id AS new_provider_charge_id
+      mv.currency AS new_currency, mv.provider_charge_id AS new_provider_charge_id,
+      CASE WHEN e.request_hash IS NULL THEN (SELECT lock_timeout FROM restored) END AS lock_timeout
     FROM (SELECT 1) AS one
     LEFT JOIN existing e ON true
     LEFT JOIN movement mv ON true`;

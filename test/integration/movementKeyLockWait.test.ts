@@ -1,3 +1,5 @@
+import { randomUUID } from 'node:crypto';
+import pg from 'pg';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import {
   createChargeEngine,
@@ -7,6 +9,7 @@ import {
   type RefundRequest,
 } from '../../src/index.js';
 import { createFakeProvider } from '../../src/testing/index.js';
+import { movementStatements } from '../../src/store/movementStatements.js';
 import { aGate, aKey, aRequest, settlesSoon, waitFor, waitingOnLocks } from '../support/charges.js';
 import {
   createTestDatabase,
@@ -152,5 +155,49 @@ describe("a refund of another key of a charge whose row a refund's transaction h
     // 700 of 1,000 held first: 400 more is refused.
     expect(await next).toMatchObject({ status: 'refused' });
     expect(JSON.parse((await next).body)).toMatchObject({ refusal: 'exceeds_refundable' });
+  });
+});
+
+describe("a refund's claim that loses its key's race inside a transaction", () => {
+  it("puts the session's lock timeout back for the rest of the transaction", async () => {
+    const chargeId = await aCharge();
+    const claim = movementStatements(db.tables).claim.text;
+    const key = aKey();
+    // Parameters as \`claimMovement\` sends them; a new movement id and lock token each time.
+    const values = () => [
+      merchantId,
+      'refund',
+      key,
+      'h',
+      '{}',
+      randomUUID(),
+      randomUUID(),
+      60_000,
+      'refund',
+      chargeId,
+      100,
+      null,
+      `pk-${randomUUID()}`,
+    ];
+    const holder = new pg.Client({ connectionString: db.url });
+    const loser = new pg.Client({ connectionString: db.url });
+    await holder.connect();
+    await loser.connect();
+    try {
+      await holder.query('BEGIN');
+      await holder.query(claim, values());
+      await loser.query('BEGIN');
+      const before: unknown = (await loser.query('SHOW lock_timeout')).rows[0];
+      const lost = loser.query(claim, values());
+      // The loser's insert waits on the holder's uncommitted key, then meets it committed.
+      await waitFor(async () => (await waitingOnLocks(db.pool)) >= 1);
+      await holder.query('COMMIT');
+      expect((await lost).rows[0]).toMatchObject({ claimed: false });
+      expect((await loser.query('SHOW lock_timeout')).rows[0]).toEqual(before);
+      await loser.query('ROLLBACK');
+    } finally {
+      await holder.end();
+      await loser.end();
+    }
   });
 });
