@@ -51,13 +51,19 @@ export type ChaosEngines = {
   forAttempt(separateClaim: boolean, hold?: boolean): SharedEngine;
   /** The engine for a second submission of a request: another server, with the other policy. */
   forDuplicate(): SharedEngine;
+  /**
+   * The engine for the retry of a held claim (see `holdClaim`): as `forDuplicate`, but on a pool
+   * of its own, as another server's would be. Refunds of the charge of a held refund wait on its
+   * row, by design and for as long as the hold, each with one of the process's connections: on
+   * the process's pool the retry could wait for a connection, not for the key.
+   */
+  forHeldRetry(): SharedEngine;
   /** How long an engine of this process waits on a key in progress, at most (`0`: none waits). */
   longestWaitMs: number;
   /**
    * Takes this process's one hold of a claim (see `holdClaim`): its release, or null while
-   * another attempt holds one. A held claim keeps one of the pool's connections; two at once
-   * could take every connection from the retries that must be answered meanwhile, a test of the
-   * pool's size rather than of the key's lock.
+   * another attempt holds one. A held claim keeps one of the process's connections until its
+   * retry is answered: one at a time leaves the others to the process's other clients.
    */
   takeHold(): (() => void) | null;
   /** How this process's claims and completions went on the wire so far. */
@@ -79,19 +85,25 @@ export type ChaosEngines = {
  * - one with the other in-progress policy, for second submissions of a request;
  * - one whose `reserve` hooks (a charge's, a refund's, a capture's) wait while the attempt says
  *   so, holding the claim's transaction open: a slow hook, with the key uncommitted. It runs
- *   no other claims (its own engine: group commit never batches another key with a held one).
+ *   no other claims (its own engine: group commit never batches another key with a held one);
+ * - one like the second submissions', on a pool of its own, for the retries of held claims.
  */
 export async function createChaosEngines(settings: ChaosEngineSettings): Promise<ChaosEngines> {
   const counted = countGroupCommit(settings.pool, settings.schema);
   const made = new Map<string, SharedEngine>();
-  const make = (separateClaim: boolean, waits: boolean, hold = false): SharedEngine => {
-    const name = `${separateClaim ? 'separate' : 'joint'}/${waits ? 'wait' : 'reject'}${hold ? '/hold' : ''}`;
+  const make = (
+    separateClaim: boolean,
+    waits: boolean,
+    role: 'client' | 'hold' | 'retry' = 'client',
+  ): SharedEngine => {
+    const name = `${separateClaim ? 'separate' : 'joint'}/${waits ? 'wait' : 'reject'}/${role}`;
     let shared = made.get(name);
     if (!shared) {
       const router = createAttemptRouter(settings.provider);
       const reserve = { reserve: (_tx: unknown, scoped: KeyRef) => router.hold(scoped) };
       const engine = createChargeEngine({
-        pool: counted.pool,
+        // A connection string: the engine makes a pool of its own, and ends it on close.
+        pool: role === 'retry' ? settings.databaseUrl : counted.pool,
         provider: router.provider,
         schema: settings.schema,
         leaseMs: settings.leaseMs,
@@ -101,7 +113,7 @@ export async function createChaosEngines(settings: ChaosEngineSettings): Promise
         inProgress: waits ? { waitMs: settings.waitMs } : 'reject',
         faults: router.faults,
         onEvent: router.onEvent,
-        ...(hold ? { hooks: { ...reserve, refund: reserve, capture: reserve } } : {}),
+        ...(role === 'hold' ? { hooks: { ...reserve, refund: reserve, capture: reserve } } : {}),
       });
       made.set(name, (shared = { engine, router, waits }));
     }
@@ -118,8 +130,9 @@ export async function createChaosEngines(settings: ChaosEngineSettings): Promise
       : null;
 
   return {
-    forAttempt: (separateClaim, hold) => make(separateClaim, clientsWait, hold),
+    forAttempt: (separateClaim, hold) => make(separateClaim, clientsWait, hold ? 'hold' : 'client'),
     forDuplicate: () => make(false, duplicatesWait),
+    forHeldRetry: () => make(false, duplicatesWait, 'retry'),
     longestWaitMs: settings.waitMs,
     takeHold: () => {
       if (holding) return null;

@@ -24,7 +24,8 @@ export type ClaimHold = {
 /**
  * Holds an attempt's claim uncommitted, as a slow `reserve` hook would (`ChaosOptions.holdRate`),
  * unless another claim of the process is held already (`ChaosEngines.takeHold`), and sends its
- * request again meanwhile through the process's engine for second submissions. The
+ * request again meanwhile, as a second submission, on an engine with a pool of its own
+ * (`ChaosEngines.forHeldRetry`: what it waits for is then the key, never a connection). The
  * hook waits until that retry is answered, and `HOLD_MARGIN_MS` past the longest wait at most: a
  * retry of a key another transaction holds must be answered while it is held (a 409, or the end
  * of its wait), not kept waiting, with one of the pool's connections, for as long as the holder's

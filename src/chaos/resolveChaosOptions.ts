@@ -73,7 +73,8 @@ export type ChaosOptions = {
    * retry must be answered while the claim is still held (a 409, or the end of its own wait),
    * not kept waiting on the key: one answered only once the hold ended is a failure of the run
    * (`holds.blocked`). The hold ends when the retry is answered (5 s past `waitMs` at most).
-   * A process holds one claim at a time, and none with a `poolSize` of 1.
+   * A process holds one claim at a time; the retry runs on a pool of its own. Drawn for each attempt when above 0: a seed of a run without it replays
+   * with 0.
    * @defaultValue `0.01`
    */
   holdRate?: number;

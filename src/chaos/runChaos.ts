@@ -166,7 +166,7 @@ async function runAgainst(
   const faultRates = {
     crashRate: o.crashRate,
     stallRate: o.stallRate,
-    holdRate: effectiveHoldRate(o),
+    holdRate: o.holdRate,
     clockStepRate: o.clockStepRate,
     abandonRate: o.abandonRate,
     duplicateRate: o.duplicateRate,
@@ -347,7 +347,7 @@ async function runAgainst(
       killRate: o.workers === 0 ? 0 : o.killRate,
       crashRate: o.crashRate,
       stallRate: o.stallRate,
-      holdRate: effectiveHoldRate(o),
+      holdRate: o.holdRate,
       clockStepRate: o.clockStepRate,
       abandonRate: o.abandonRate,
       duplicateRate: o.duplicateRate,
@@ -492,12 +492,4 @@ function countByStatus(entries: MovementLedger['refunds']): { succeeded: number;
   const counts = { succeeded: 0, failed: 0 };
   for (const entry of entries) counts[entry.status] += 1;
   return counts;
-}
-
-/**
- * `holdRate`, or 0 with a pool of one connection: the held claim would keep it from the retry
- * that must be answered meanwhile.
- */
-function effectiveHoldRate(o: ResolvedChaosOptions): number {
-  return o.poolSize < 2 ? 0 : o.holdRate;
 }

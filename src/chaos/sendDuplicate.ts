@@ -25,7 +25,7 @@ export async function sendDuplicate(
 ): Promise<void> {
   await pause(delayMs, settings.signal);
   if (settings.signal?.aborted) return;
-  const shared = settings.engines.forDuplicate();
+  const shared = whileHeld ? settings.engines.forHeldRetry() : settings.engines.forDuplicate();
   const watch = watchAttempt(shared.waits);
   const scoped = {
     op: op.index,

@@ -5,6 +5,7 @@ import { markWaiting } from '../store/markWaiting.js';
 import { withStore } from '../store/storeErrors.js';
 import type { EngineEnv } from './engineEnv.js';
 import { isHeldUncommitted } from './existingKey.js';
+import { KEY_LOCK_WAIT_MS } from '../store/keyLockWait.js';
 
 /**
  * The longest a marked waiter sleeps without a notification: a safety net. A listener that drops
@@ -15,11 +16,13 @@ const FALLBACK_POLL_MS = 5_000;
 
 /**
  * The pauses between tries of a key held uncommitted: from the first, doubling up to the last.
- * Each try waits on the key's lock for 100 ms (with one of the pool's connections), so tries
- * back to back would keep a connection busy for the whole wait.
+ * Each try waits on the key's lock (`KEY_LOCK_WAIT_MS`, with one of the pool's connections), so
+ * tries back to back would keep a connection busy for the whole wait; the last pause is how late
+ * a waiter may learn that the holder committed (no notification can come: there was no row to
+ * mark).
  */
 const HELD_FIRST_PAUSE_MS = 100;
-const HELD_LAST_PAUSE_MS = 800;
+const HELD_LAST_PAUSE_MS = 400;
 
 /**
  * `inProgress: { waitMs }`: a key another attempt holds is waited on until its outcome comes or
@@ -42,14 +45,18 @@ export async function waitInProgress<T>(
     } catch (error) {
       if (!(error instanceof IdempotencyKeyInUseError)) throw error;
       const left = deadline - env.clock.now();
-      if (left <= 0) {
+      // A key held uncommitted: a try that meets it still held waits `KEY_LOCK_WAIT_MS` on it,
+      // so one that cannot end within the wait is not started.
+      const held = isHeldUncommitted(error);
+      if (left <= (held ? KEY_LOCK_WAIT_MS : 0)) {
         env.observer.event({ type: 'conflict', ...scoped, retryAfterMs: error.retryAfterMs });
         throw error;
       }
       env.observer.event({ type: 'waiting', ...scoped, leftMs: left });
-      if (isHeldUncommitted(error)) {
+      if (held) {
         // Nothing to mark (the row is not visible yet) and no NOTIFY before the holder commits.
-        await new Promise((resolve) => setTimeout(resolve, Math.min(heldPauseMs, left)));
+        const pause = Math.min(heldPauseMs, left - KEY_LOCK_WAIT_MS);
+        await new Promise((resolve) => setTimeout(resolve, pause));
         heldPauseMs = Math.min(heldPauseMs * 2, HELD_LAST_PAUSE_MS);
         continue;
       }

@@ -153,7 +153,7 @@ describe('a caller that waits on a key another process holds uncommitted', () =>
       const answer = await answerOf(waiter.processCharge(key, aRequest({ merchantId })));
       expect(answer).toBeInstanceOf(IdempotencyKeyInUseError);
       // Each try waits 100 ms on the key's lock; back to back they were about 17 in 2 s. The
-      // pauses between them (100 ms, doubling to 800 ms) leave about 5, fewer on a slow machine.
+      // pauses between them (100 ms, doubling to 400 ms) leave about 6, fewer on a slow machine.
       expect(tries).toBeGreaterThanOrEqual(2);
       expect(tries).toBeLessThanOrEqual(8);
     } finally {

@@ -26,7 +26,7 @@ describe('the held-claim fault of the chaos harness', () => {
     expect(drawn.separateClaim).toBe(false);
   });
 
-  it('draws nothing more when it is off, so that seeds replay as before', () => {
+  it('draws one more number per attempt when it is on, and none when it is off (0)', () => {
     const off = draws(0.9);
     const on = draws(0.9);
     expect(createCrashInjector(off.random, { ...rates, holdRate: 0 }).hold).toBe(false);
