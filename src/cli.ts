@@ -24,7 +24,8 @@ Commands:
   migrate  create or upgrade chargeonce's schema
   inspect  everything stored about one key: point, request, lease, charge, outcome,
            history, audit trail (needs --merchant and --key)
-  list     keys page by page, filtered by --point, --merchant, --older-than-ms
+  list     keys page by page, filtered by --point, --merchant, --operation,
+           --older-than-ms
   resolve  complete a key parked in failed with what the provider says (audited)
   requeue  put a key parked in failed back for the sweeper (needs --merchant, --key,
            --actor and --reason; audited); exits 1 when no failed key matched

@@ -161,7 +161,7 @@ export class ChargeNeedsAttentionError extends ChargeOnceError {
     super(
       'charge_needs_attention',
       500,
-      'This charge could not be finished automatically and needs a person.',
+      'This operation could not be finished automatically and needs a person.',
       options,
     );
   }

@@ -50,7 +50,7 @@ const DIFFERS = 'differs from the request first sent with this key';
  */
 const PUBLIC_MESSAGES: Partial<Record<ChargeOnceErrorCode, string>> = {
   provider_answer_invalid:
-    "The payment provider's answer could not be accepted; the charge was set aside for review.",
+    "The payment provider's answer could not be accepted; the operation was set aside for review.",
   invalid_request: INVALID_REQUEST_MESSAGE,
   idempotency_key_reused: REUSED_MESSAGE,
 };
