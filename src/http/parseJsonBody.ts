@@ -1,5 +1,5 @@
 import { InvalidRequestError } from '../errors.js';
-import { crowdedObjectIssue } from './crowdedObjectIssue.js';
+import { objectMembersIssue } from './objectMembersIssue.js';
 import type { ChargeBody } from './EdgeRequest.js';
 
 const utf8 = new TextDecoder('utf-8', { fatal: true });
@@ -9,8 +9,9 @@ const utf8 = new TextDecoder('utf-8', { fatal: true });
  * already parsed. `empty` is what a body of no bytes stands for; without it such a body is
  * refused.
  *
- * @throws {InvalidRequestError} naming `body` (or the crowded field): missing, not UTF-8, not
- * JSON, not an object, or an object of more members than any request may have.
+ * @throws {InvalidRequestError} naming `body` (or the crowded or repeated field): missing, not
+ * UTF-8, not JSON, not an object, an object of more members than any request may have, or one
+ * that names a member twice (see `objectMembersIssue`).
  */
 export function parseJsonBody(
   body: ChargeBody,
@@ -32,9 +33,10 @@ function parseBytes(bytes: Uint8Array): unknown {
   } catch (error) {
     throw bodyError('must be UTF-8', error);
   }
-  // Before parsing: an object of thousands of members is refused for the cost of a look.
-  const crowded = crowdedObjectIssue(text);
-  if (crowded) throw new InvalidRequestError([crowded]);
+  // Before parsing: an object of thousands of members, or one that names a member twice (which
+  // JSON.parse would hide, keeping the last), is refused for the cost of a look.
+  const issue = objectMembersIssue(text);
+  if (issue) throw new InvalidRequestError([issue]);
   try {
     return JSON.parse(text);
   } catch (error) {

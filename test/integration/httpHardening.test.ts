@@ -195,6 +195,24 @@ const GOOD = {
   'idempotency-key': 'key-upload',
 };
 
+describe('a body that names a field twice', () => {
+  it('is refused 400 naming the field, with nothing written, whichever value comes last', async () => {
+    const { url } = await serve();
+    const before = await countRows(db.pool, db.tables.keys);
+    for (const body of [
+      '{"customerId":"c_h","currency":"NGN","amountMinor":700,"amountMinor":70000}',
+      '{"customerId":"c_h","currency":"NGN","amountMinor":70000,"amountMinor":700}',
+    ]) {
+      const refused = await post(url, body);
+      expect(refused.status).toBe(400);
+      expect(errorOf(refused).fields).toEqual([
+        { field: 'amountMinor', message: 'is given more than once' },
+      ]);
+    }
+    expect(await countRows(db.pool, db.tables.keys)).toBe(before);
+  });
+});
+
 describe('refusals before the body close the connection instead of reading it', () => {
   const refusals: Array<[string, Record<string, string>, string, number]> = [
     ['401 (no credentials)', { ...GOOD, authorization: 'Bearer wrong' }, 'POST', 401],

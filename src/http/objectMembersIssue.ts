@@ -17,6 +17,10 @@ type Frame = {
   field: string | undefined;
   /** Inside an object: the next string is a key. */
   expectKey: boolean;
+  /** Inside an object: its keys so far, made when its second key comes. */
+  keys: Set<string> | undefined;
+  /** Inside an object: its first key, kept apart so that most small objects make no set. */
+  firstKey: string | undefined;
 };
 
 /**
@@ -26,12 +30,16 @@ type Frame = {
  * bytes of anything else does; this look costs a pass over the characters and stops at the
  * first object past the limit, so such a body is refused for about what it costs to receive.
  *
+ * And for an object that names a member twice (`{"amountMinor": 100, "amountMinor": 100000}`):
+ * `JSON.parse` keeps the last one, where a proxy or a log in front of it may have read the
+ * first, so a request that means two things is refused rather than taken one way.
+ *
  * It checks nothing else: malformed JSON is left for `JSON.parse` to refuse.
  *
  * @returns the issue to refuse the body with (the one validation would give for metadata), or
  * `null`.
  */
-export function crowdedObjectIssue(text: string): FieldIssue | null {
+export function objectMembersIssue(text: string): FieldIssue | null {
   const limit = METADATA_LIMITS.maxKeys;
   const stack: Frame[] = [];
   let lastTopKey: string | undefined;
@@ -47,13 +55,22 @@ export function crowdedObjectIssue(text: string): FieldIssue | null {
       }
       if (frame?.object && frame.expectKey) {
         frame.expectKey = false;
-        if (stack.length === 1) lastTopKey = decodeKey(text.slice(start, i + 1));
+        const key = keyText(text, start, i);
+        if (stack.length === 1) lastTopKey = key;
+        if (key !== undefined && seenBefore(frame, key)) return duplicateIssueFor(stack, key);
       }
       continue;
     }
     if (char === OPEN_OBJECT || char === OPEN_ARRAY) {
       const field = stack.length === 0 ? undefined : stack.length === 1 ? lastTopKey : frame?.field;
-      stack.push({ object: char === OPEN_OBJECT, members: 0, field, expectKey: true });
+      stack.push({
+        object: char === OPEN_OBJECT,
+        members: 0,
+        field,
+        expectKey: true,
+        keys: undefined,
+        firstKey: undefined,
+      });
       continue;
     }
     if (char === CLOSE_OBJECT || char === CLOSE_ARRAY) {
@@ -83,6 +100,38 @@ function issueFor(stack: readonly Frame[]): FieldIssue {
     return { field: 'metadata', message: `must have at most ${limit} keys` };
   }
   return { field: frame?.field ?? 'body', message: `has an object of more than ${limit} members` };
+}
+
+/** Whether `frame` (an object) had `key` before; remembers it. */
+function seenBefore(frame: Frame, key: string): boolean {
+  if (frame.firstKey === undefined) {
+    frame.firstKey = key;
+    return false;
+  }
+  if (key === frame.firstKey) return true;
+  frame.keys ??= new Set();
+  if (frame.keys.has(key)) return true;
+  frame.keys.add(key);
+  return false;
+}
+
+function duplicateIssueFor(stack: readonly Frame[], key: string): FieldIssue {
+  const frame = stack[stack.length - 1];
+  if (stack.length === 1) return { field: key, message: 'is given more than once' };
+  if (stack.length === 2 && frame?.field === 'metadata') {
+    return { field: 'metadata', message: `has the key ${JSON.stringify(key)} more than once` };
+  }
+  return { field: frame?.field ?? 'body', message: 'has an object naming a member more than once' };
+}
+
+/**
+ * The key whose quotes are at `start` and `end`: the text between them, decoded only when it
+ * holds an escape (`"\u0061"` is the key `a`); undefined when it is not a valid string, which
+ * `JSON.parse` refuses anyway.
+ */
+function keyText(text: string, start: number, end: number): string | undefined {
+  const raw = text.slice(start + 1, end);
+  return raw.includes('\\') ? decodeKey(`"${raw}"`) : raw;
 }
 
 function decodeKey(quoted: string): string | undefined {
