@@ -22,7 +22,7 @@ export type ChaosProgress = {
 };
 
 /** Claims held uncommitted while their request was sent again, by how the retry was answered. */
-export type HoldCounts = { held: number; answered: number; blocked: number };
+export type HoldCounts = { held: number; answered: number; blocked: number; otherwise: number };
 
 /** An operation that never got a final outcome, even after the sweep and the client's return. */
 export type UnsettledOperation = {
@@ -40,7 +40,8 @@ export type UnexpectedError = { merchantId: string; key: string; code: string; m
 export type ChaosReport = {
   /**
    * True when there were no violations, no unexpected errors, every operation settled, and every
-   * retry of a held claim was answered while it was held (`holds.blocked` is 0).
+   * retry of a held claim was answered with a 409 while it was held (`holds.blocked` and
+   * `holds.otherwise` are 0).
    */
   ok: boolean;
   /** The run's id; its merchants are `chaos-<runId>-m<N>`. */
@@ -131,8 +132,9 @@ export type ChaosReport = {
   stalls: number;
   /**
    * Claims held uncommitted while their request was sent again (`holdRate`), and how each retry
-   * was answered: while the claim was held (`answered`), or only once the hold ended (`blocked`,
-   * a failure: it waited on the key for as long as the holder's transaction lasted).
+   * was answered: with a 409 while the claim was held (`answered`); only once the hold ended
+   * (`blocked`, a failure: it waited on the key for as long as the holder's transaction lasted);
+   * or with anything else while it was held (`otherwise`, a failure too).
    */
   holds: HoldCounts;
   clockSteps: number;

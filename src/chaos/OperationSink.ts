@@ -1,6 +1,9 @@
 import type { MovementStatus } from '../engine/movementTypes.js';
 import type { ChargeStatus, CrashPoint } from '../engine/types.js';
 
+/** How the retry of a held claim was answered (see `AttemptEvent.heldClaim`). */
+export type HeldClaimEnd = 'answered' | 'blocked' | 'otherwise';
+
 /** What a chaos operation does. */
 export type OperationKind = 'charge' | 'refund' | 'capture';
 
@@ -20,10 +23,11 @@ export type AttemptEvent = {
   wait: WaitEnd | null;
   /**
    * For a second submission sent while the first attempt's claim was held uncommitted
-   * (`ChaosOptions.holdRate`): `answered` while it was still held, as it must be; `blocked` only
-   * once the hold ended, after waiting on the key.
+   * (`ChaosOptions.holdRate`): `answered` with a 409 while it was still held, as it must be;
+   * `blocked` only once the hold ended, after waiting on the key; `otherwise` while held, but
+   * with something else than a 409 (there is no outcome to give before the holder commits).
    */
-  heldClaim?: 'answered' | 'blocked';
+  heldClaim?: HeldClaimEnd;
 } & (
   | {
       kind: 'outcome';

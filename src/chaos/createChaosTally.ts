@@ -64,7 +64,7 @@ export function createChaosTally(plan: ChaosPlan): ChaosTally {
   let clockSteps = 0;
   let duplicates = 0;
   const waits = { waited: 0, woken: 0, answered: 0, timedOut: 0, failed: 0 };
-  const holds: HoldCounts = { held: 0, answered: 0, blocked: 0 };
+  const holds: HoldCounts = { held: 0, answered: 0, blocked: 0, otherwise: 0 };
   const tried = new Set<number>();
   const retryableErrors: Record<string, number> = {};
   const byPoint = Object.fromEntries(CRASH_POINTS.map((p) => [p, 0])) as Record<CrashPoint, number>;

@@ -69,12 +69,13 @@ export type ChaosOptions = {
   stallRate?: number;
   /**
    * The chance that an attempt's claim is held uncommitted (a `reserve` hook that takes its time)
-   * while its request is sent again through the process's engine for second submissions. That
-   * retry must be answered while the claim is still held (a 409, or the end of its own wait),
-   * not kept waiting on the key: one answered only once the hold ended is a failure of the run
-   * (`holds.blocked`). The hold ends when the retry is answered (5 s past `waitMs` at most).
-   * A process holds one claim at a time; the retry runs on a pool of its own. Drawn for each attempt when above 0: a seed of a run without it replays
-   * with 0.
+   * while its request is sent again on an engine of its own (another server's, its own pool;
+   * refusing and waiting on keys in progress by turns). That retry must be answered 409 while
+   * the claim is still held (at once, or when its own wait runs out), not kept waiting on the
+   * key: one answered only once the hold ended, or answered otherwise, is a failure of the run
+   * (`holds.blocked`, `holds.otherwise`). The hold ends when the retry is answered (5 s past
+   * `waitMs` at most). A process holds one claim at a time. Drawn for each attempt when above
+   * 0: a seed of a run without it replays with 0.
    * @defaultValue `0.01`
    */
   holdRate?: number;

@@ -335,7 +335,8 @@ async function runAgainst(
       violations.length === 0 &&
       counts.unexpectedErrors.length === 0 &&
       unsettled.length === 0 &&
-      counts.holds.blocked === 0,
+      counts.holds.blocked === 0 &&
+      counts.holds.otherwise === 0,
     runId,
     seed: o.seed,
     schema: o.schema,

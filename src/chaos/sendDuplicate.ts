@@ -2,7 +2,7 @@ import { IdempotencyKeyInUseError } from '../errors.js';
 import { pause } from '../pause.js';
 import { classifyAttemptError } from './classifyAttemptError.js';
 import type { PlannedOperation } from './createChaosPlan.js';
-import type { OperationSink } from './OperationSink.js';
+import type { HeldClaimEnd, OperationSink } from './OperationSink.js';
 import type { ClientSettings } from './runOperation.js';
 import type { OperationCall } from './sendOperation.js';
 import { watchAttempt } from './watchAttempt.js';
@@ -36,16 +36,18 @@ export async function sendDuplicate(
     clockStepped: false,
     duplicate: true,
   };
-  // Whether it was answered while the claim was still held, told with whatever it got.
-  const held = () =>
-    whileHeld
-      ? { heldClaim: whileHeld.released() ? ('blocked' as const) : ('answered' as const) }
-      : {};
+  // Whether it was answered while the claim was still held, and with a 409, told with whatever
+  // it got.
+  const held = (inUse: boolean): { heldClaim?: HeldClaimEnd } => {
+    if (!whileHeld) return {};
+    if (whileHeld.released()) return { heldClaim: 'blocked' };
+    return { heldClaim: inUse ? 'answered' : 'otherwise' };
+  };
   try {
     const answer = await shared.router.run(scoped, watch.route, () => call(shared.engine));
     sink.attempt({
       ...scoped,
-      ...held(),
+      ...held(false),
       wait: watch.wait('outcome'),
       kind: 'outcome',
       status: answer.status,
@@ -61,7 +63,7 @@ export async function sendDuplicate(
     const classified = classifyAttemptError(error);
     sink.attempt({
       ...scoped,
-      ...held(),
+      ...held(error instanceof IdempotencyKeyInUseError),
       wait,
       ...(classified.kind === 'retry' ? classified.event : classified),
     });

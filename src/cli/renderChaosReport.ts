@@ -50,7 +50,7 @@ export function renderChaosReport(report: ChaosReport): string[] {
   row(
     'claims held',
     report.holds.held,
-    `retried meanwhile: answered while held ${report.holds.answered}, blocked until released ${report.holds.blocked}`,
+    `retried meanwhile: answered 409 while held ${report.holds.answered}, blocked until released ${report.holds.blocked}, otherwise ${report.holds.otherwise}`,
   );
   row('clock steps', report.clockSteps, 'wall clock stepped ±1 min or ±1 h');
   row(
@@ -122,6 +122,11 @@ export function renderChaosReport(report: ChaosReport): string[] {
   if (report.holds.blocked > 0) {
     lines.push(
       `RETRIES OF HELD CLAIMS BLOCKED: ${report.holds.blocked} waited on the key until its holder's transaction ended`,
+    );
+  }
+  if (report.holds.otherwise > 0) {
+    lines.push(
+      `RETRIES OF HELD CLAIMS ANSWERED OTHERWISE: ${report.holds.otherwise} got something else than a 409 while the key was held`,
     );
   }
   if (report.unsettled.length > 0) {

@@ -34,6 +34,7 @@ describe('held claims', { timeout: 180_000 }, () => {
     expect(report.unsettled).toEqual([]);
     expect(report.holds.held).toBeGreaterThan(0);
     expect(report.holds.blocked).toBe(0);
+    expect(report.holds.otherwise).toBe(0);
     expect(report.holds.answered).toBe(report.holds.held);
     // Half the retries waited on the held key (\`waitMs\`), and their waits ran out: no
     // notification can come for a key that was never visible to mark.
