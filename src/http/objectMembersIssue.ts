@@ -1,5 +1,5 @@
 import type { FieldIssue } from '../errors.js';
-import { METADATA_LIMITS } from '../request.js';
+import { METADATA_LIMITS, shortFieldName } from '../request.js';
 
 const QUOTE = 0x22;
 const BACKSLASH = 0x5c;
@@ -99,7 +99,10 @@ function issueFor(stack: readonly Frame[]): FieldIssue {
     // What validation says of it: the same refusal, whether or not the body was parsed.
     return { field: 'metadata', message: `must have at most ${limit} keys` };
   }
-  return { field: frame?.field ?? 'body', message: `has an object of more than ${limit} members` };
+  return {
+    field: shortFieldName(frame?.field ?? 'body'),
+    message: `has an object of more than ${limit} members`,
+  };
 }
 
 /** Whether `frame` (an object) had `key` before; remembers it. */
@@ -117,11 +120,16 @@ function seenBefore(frame: Frame, key: string): boolean {
 
 function duplicateIssueFor(stack: readonly Frame[], key: string): FieldIssue {
   const frame = stack[stack.length - 1];
-  if (stack.length === 1) return { field: key, message: 'is given more than once' };
+  // Names echoed back are cut as validation cuts them: a refusal stays small.
+  if (stack.length === 1) return { field: shortFieldName(key), message: 'is given more than once' };
   if (stack.length === 2 && frame?.field === 'metadata') {
-    return { field: 'metadata', message: `has the key ${JSON.stringify(key)} more than once` };
+    const named = JSON.stringify(shortFieldName(key));
+    return { field: 'metadata', message: `has the key ${named} more than once` };
   }
-  return { field: frame?.field ?? 'body', message: 'has an object naming a member more than once' };
+  return {
+    field: shortFieldName(frame?.field ?? 'body'),
+    message: 'has an object naming a member more than once',
+  };
 }
 
 /**

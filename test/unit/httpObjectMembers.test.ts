@@ -78,6 +78,16 @@ describe('objectMembersIssue', () => {
     });
   });
 
+  it('cuts a long repeated name as validation does, so that the refusal stays small', () => {
+    const key = 'k'.repeat(5_000);
+    const top = objectMembersIssue(`{"${key}":1,"${key}":2}`);
+    expect(top?.field).toBe(`${'k'.repeat(100)}…`);
+    const inMetadata = objectMembersIssue(`{"metadata":{"${key}":"1","${key}":"2"}}`);
+    expect(inMetadata?.message.length).toBeLessThan(200);
+    const crowded = objectMembersIssue(JSON.stringify({ [key]: entries(60) }));
+    expect(crowded?.field).toBe(`${'k'.repeat(100)}…`);
+  });
+
   it('lets one name in different objects, and strings that repeat a key, through', () => {
     const text = JSON.stringify({
       amountMinor: 1,
