@@ -5,7 +5,6 @@ import { markWaiting } from '../store/markWaiting.js';
 import { withStore } from '../store/storeErrors.js';
 import type { EngineEnv } from './engineEnv.js';
 import { isHeldUncommitted } from './existingKey.js';
-import { KEY_LOCK_WAIT_MS } from '../store/keyLockWait.js';
 
 /**
  * The longest a marked waiter sleeps without a notification: a safety net. A listener that drops
@@ -16,10 +15,11 @@ const FALLBACK_POLL_MS = 5_000;
 
 /**
  * The pauses between tries of a key held uncommitted: from the first, doubling up to the last.
- * Each try waits on the key's lock (`KEY_LOCK_WAIT_MS`, with one of the pool's connections), so
- * tries back to back would keep a connection busy for the whole wait; the last pause is how late
- * a waiter may learn that the holder committed (no notification can come: there was no row to
- * mark).
+ * Each try waits on the key's lock (`KEY_LOCK_WAIT_MS`, or the session's shorter lock timeout,
+ * with one of the pool's connections), so tries back to back would keep a connection busy for
+ * the whole wait; the last pause is how late a waiter may learn that the holder committed (no
+ * notification can come: there was no row to mark). A pause is cut so that the next try, if it
+ * takes as long as the last one did, ends when the wait does.
  */
 const HELD_FIRST_PAUSE_MS = 100;
 const HELD_LAST_PAUSE_MS = 400;
@@ -40,22 +40,21 @@ export async function waitInProgress<T>(
   let pauseMs = 20;
   let heldPauseMs = HELD_FIRST_PAUSE_MS;
   for (;;) {
+    const triedAt = env.clock.now();
     try {
       return await attempt();
     } catch (error) {
       if (!(error instanceof IdempotencyKeyInUseError)) throw error;
-      const left = deadline - env.clock.now();
-      // A key held uncommitted: a try that meets it still held waits `KEY_LOCK_WAIT_MS` on it,
-      // so one that cannot end within the wait is not started.
-      const held = isHeldUncommitted(error);
-      if (left <= (held ? KEY_LOCK_WAIT_MS : 0)) {
+      const now = env.clock.now();
+      const left = deadline - now;
+      if (left <= 0) {
         env.observer.event({ type: 'conflict', ...scoped, retryAfterMs: error.retryAfterMs });
         throw error;
       }
       env.observer.event({ type: 'waiting', ...scoped, leftMs: left });
-      if (held) {
+      if (isHeldUncommitted(error)) {
         // Nothing to mark (the row is not visible yet) and no NOTIFY before the holder commits.
-        const pause = Math.min(heldPauseMs, left - KEY_LOCK_WAIT_MS);
+        const pause = Math.max(0, Math.min(heldPauseMs, left - (now - triedAt)));
         await new Promise((resolve) => setTimeout(resolve, pause));
         heldPauseMs = Math.min(heldPauseMs * 2, HELD_LAST_PAUSE_MS);
         continue;
