@@ -10,7 +10,8 @@ import {
 } from '../../src/index.js';
 import { createFakeProvider } from '../../src/testing/index.js';
 import { movementStatements } from '../../src/store/movementStatements.js';
-import { aGate, aKey, aRequest, settlesSoon, waitFor, waitingOnLocks } from '../support/charges.js';
+import { aKey, aRequest, settlesSoon, waitFor, waitingOnLocks } from '../support/charges.js';
+import { aKeyHolder } from '../support/keyHolder.js';
 import {
   createTestDatabase,
   withSessionSetting,
@@ -42,28 +43,8 @@ async function aCharge(): Promise<string> {
   return outcome.chargeId;
 }
 
-/** Another process's engine whose refunds wait in their `reserve` hook until `release`. */
-function aRefundHolder() {
-  const gate = aGate();
-  let holding = 0;
-  const engine = createChargeEngine({
-    pool: db.pgPool,
-    provider,
-    hooks: {
-      refund: {
-        reserve: async () => {
-          holding += 1;
-          await gate.wait();
-        },
-      },
-    },
-  });
-  return {
-    engine,
-    release: gate.open,
-    holding: () => waitFor(() => Promise.resolve(holding >= 1)),
-  };
-}
+/** Another process's engine whose refunds wait in their \`reserve\` hook until \`release\`. */
+const aRefundHolder = () => aKeyHolder(db.pgPool, 'refund.reserve', { provider });
 
 describe('a retry of a refund key another process holds uncommitted', () => {
   it('is answered 409 while it is held, then replays its outcome', async () => {
@@ -71,7 +52,7 @@ describe('a retry of a refund key another process holds uncommitted', () => {
     const key = aKey();
     const holder = aRefundHolder();
     const held = holder.engine.processRefund(key, refund);
-    await holder.holding();
+    await holder.holding(1);
     const retrier = createChargeEngine({ pool: db.pgPool, provider });
     try {
       const answer = answerOf(retrier.processRefund(key, refund));
@@ -94,7 +75,7 @@ describe('a retry of a refund key another process holds uncommitted', () => {
     const key = aKey();
     const holder = aRefundHolder();
     const held = holder.engine.processRefund(key, { merchantId, chargeId, amountMinor: 400 });
-    await holder.holding();
+    await holder.holding(1);
     const pool: PgPoolLike = await createEnginePool(
       withSessionSetting(db.url, 'lock_timeout', '20s'),
     );
@@ -134,7 +115,7 @@ describe("a refund of another key of a charge whose row a refund's transaction h
     const chargeId = await aCharge();
     const holder = aRefundHolder();
     const held = holder.engine.processRefund(aKey(), { merchantId, chargeId, amountMinor: 700 });
-    await holder.holding();
+    await holder.holding(1);
     const engine = createChargeEngine({ pool: db.pgPool, provider });
     const next = engine.processRefund(aKey(), { merchantId, chargeId, amountMinor: 400 });
     let settled = false;

@@ -2,27 +2,29 @@ import { createChargeEngine, type ChargeEngineOptions, type PgPoolLike } from '.
 import { createFakeProvider } from '../../src/testing/index.js';
 import { aGate, waitFor } from './charges.js';
 
+/** The hook a holder waits in: a charge's, or a refund's `reserve`. */
+export type HolderHook = 'reserve' | 'complete' | 'refund.reserve';
+
 /**
  * Another process's engine whose `reserve` (or `complete`) hook waits until `release`, holding
- * the keys it charges: uncommitted (reserve), or their rows locked (complete). `holding(n)`
- * resolves once n of its calls are inside the hook.
+ * the keys it charges (or refunds, with `refund.reserve`): uncommitted (reserve), or their rows
+ * locked (complete). `holding(n)` resolves once n of its calls are inside the hook.
  */
 export function aKeyHolder(
   pool: PgPoolLike,
-  hook: 'reserve' | 'complete',
+  hook: HolderHook,
   options: Partial<ChargeEngineOptions> = {},
 ) {
   const gate = aGate();
   let holding = 0;
+  const wait = async () => {
+    holding += 1;
+    await gate.wait();
+  };
   const engine = createChargeEngine({
     pool,
     provider: createFakeProvider(),
-    hooks: {
-      [hook]: async () => {
-        holding += 1;
-        await gate.wait();
-      },
-    },
+    hooks: hook === 'refund.reserve' ? { refund: { reserve: wait } } : { [hook]: wait },
     ...options,
   });
   return {
