@@ -52,10 +52,11 @@ export type ChaosEngines = {
   /** The engine for a second submission of a request: another server, with the other policy. */
   forDuplicate(): SharedEngine;
   /**
-   * The engine for the retry of a held claim (see `holdClaim`): as `forDuplicate`, but on a pool
-   * of its own, as another server's would be. Refunds of the charge of a held refund wait on its
-   * row, by design and for as long as the hold, each with one of the process's connections: on
-   * the process's pool the retry could wait for a connection, not for the key.
+   * The engine for the retry of a held claim (see `holdClaim`): another server's, on a pool of
+   * its own. Refunds of the charge of a held refund wait on its row, each with one of the
+   * process's connections: on the process's pool the retry could wait for a connection, not for
+   * the key. Retries wait on keys in progress and refuse them by turns, the first one waiting
+   * (when engines wait at all), so that every run with a hold has both.
    */
   forHeldRetry(): SharedEngine;
   /** How long an engine of this process waits on a key in progress, at most (`0`: none waits). */
@@ -120,6 +121,7 @@ export async function createChaosEngines(settings: ChaosEngineSettings): Promise
     return shared;
   };
   let holding = false;
+  let heldRetries = 0;
   const clientsWait = settings.waitMs > 0 && settings.clientsWait;
   const duplicatesWait = settings.waitMs > 0 && !settings.clientsWait;
   const listener =
@@ -132,7 +134,7 @@ export async function createChaosEngines(settings: ChaosEngineSettings): Promise
   return {
     forAttempt: (separateClaim, hold) => make(separateClaim, clientsWait, hold ? 'hold' : 'client'),
     forDuplicate: () => make(false, duplicatesWait),
-    forHeldRetry: () => make(false, duplicatesWait, 'retry'),
+    forHeldRetry: () => make(false, settings.waitMs > 0 && heldRetries++ % 2 === 0, 'retry'),
     longestWaitMs: settings.waitMs,
     takeHold: () => {
       if (holding) return null;
