@@ -20,14 +20,22 @@ export const KEY_LOCK_WAIT_MS = 100;
  * any of them can wait.
  */
 export function lockWaitCte(msExpression: string): string {
-  // A session without a lock timeout ('0', the default) takes `msExpression` as it is; only a
-  // session with one of its own pays for parsing and comparing it.
   return `lock_wait AS MATERIALIZED (
-      SELECT was, set_config('lock_timeout', CASE WHEN was = '0' THEN (${msExpression})::text
-        ELSE (extract(epoch FROM least(was::interval,
-          (${msExpression}) * interval '1 millisecond')) * 1000)::int8::text END, true)
+      SELECT was, ${setShorterLockTimeout('was', msExpression)}
       FROM (SELECT current_setting('lock_timeout') AS was) AS session
     ),`;
+}
+
+/**
+ * SQL that sets `lock_timeout`, for the rest of the transaction, to the shorter of `was` (the
+ * session's value, SQL) and `msExpression` (milliseconds, SQL, at least 1).
+ */
+export function setShorterLockTimeout(was: string, msExpression: string): string {
+  // A session without a lock timeout ('0', the default) takes `msExpression` as it is; only a
+  // session with one of its own pays for parsing and comparing it.
+  return `set_config('lock_timeout', CASE WHEN ${was} = '0' THEN (${msExpression})::text
+        ELSE (extract(epoch FROM least(${was}::interval,
+          (${msExpression}) * interval '1 millisecond')) * 1000)::int8::text END, true)`;
 }
 
 /** The CTE of the claims and takeovers: `KEY_LOCK_WAIT_MS` at most. */

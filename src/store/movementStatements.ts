@@ -6,8 +6,17 @@ import {
   WAITERS_CHANNEL,
 } from './hotStatements.js';
 import type { PreparedStatement } from './hotStatements.js';
-import { KEY_LOCK_WAIT_CTE } from './keyLockWait.js';
+import { KEY_LOCK_WAIT_CTE, setShorterLockTimeout } from './keyLockWait.js';
 import type { Tables } from './tables.js';
+
+/**
+ * How long a refund's or capture's claim waits on its charge's row, at most: movements of one
+ * charge take their turns there, each for the few milliseconds of its claim or completion, but
+ * one whose `reserve` or `complete` hook takes its time holds the row for as long, and every
+ * claim behind it holds one of its pool's connections meanwhile. Past this the claim fails with
+ * 55P03 (`StoreUnavailableError`, 503, nothing written: retry). Well past a line of racing claims.
+ */
+export const CHARGE_ROW_WAIT_MS = 1_000;
 
 /** The two statements of a fresh refund or capture, as of a charge, for one schema. */
 export type MovementStatements = { claim: PreparedStatement; complete: PreparedStatement };
@@ -24,9 +33,10 @@ export type MovementStatements = { claim: PreparedStatement; complete: PreparedS
  * with the reason read from the charge (for the stored, replayed refusal).
  *
  * Its insert waits on a key held uncommitted elsewhere for `KEY_LOCK_WAIT_MS` at most, as a
- * charge's claim does (then 55P03, see `isKeyLockWait`); the session's `lock_timeout` is put back
- * before the charge's row is locked, since that wait is the line racing movements of one charge
- * stand in, not a sign of an attempt in progress.
+ * charge's claim does (then 55P03, see `isKeyLockWait`); then the charge's row for
+ * `CHARGE_ROW_WAIT_MS` at most (the line racing movements of one charge stand in: longer, as a
+ * wait there is not a sign of an attempt of this key in progress). A session's shorter
+ * `lock_timeout` is kept for both, and put back for a transaction that goes on.
  *
  * Parameters: merchant, operation, key, request hash, canonical request, movement id, lock token,
  * lease ms, kind (`refund`/`capture`), charge id, amount (null: a capture of all), reason,
@@ -57,10 +67,10 @@ function claimText(keys: string, charges: string, movements: string): string {
       WHERE NOT EXISTS (SELECT 1 FROM existing)
       ON CONFLICT (merchant_id, operation, key) DO NOTHING
       RETURNING charge_id
-    ), restored AS MATERIALIZED (
-      -- The session's lock_timeout back once the insert (and its wait) is done: reading every
-      -- row of \`claimed\` runs it to the end first.
-      SELECT set_config('lock_timeout', l.was, true) AS lock_timeout
+    ), row_wait AS MATERIALIZED (
+      -- The charge row's wait, set once the insert (and its wait) is done: reading every row of
+      -- \`claimed\` runs it to the end first.
+      SELECT ${setShorterLockTimeout('l.was', String(CHARGE_ROW_WAIT_MS))} AS lock_timeout
       FROM lock_wait l, (SELECT count(*) FROM claimed) AS inserted
     ), seen AS (
       -- The charge, locked first: a claim waits here for a movement that holds the row (its
@@ -74,7 +84,7 @@ function claimText(keys: string, charges: string, movements: string): string {
         c.provider_charge_id
       FROM ${charges} c
       WHERE c.merchant_id = $1::text AND c.id = $10::uuid
-        AND EXISTS (SELECT 1 FROM claimed) AND EXISTS (SELECT 1 FROM restored)
+        AND EXISTS (SELECT 1 FROM claimed) AND EXISTS (SELECT 1 FROM row_wait)
       FOR NO KEY UPDATE
     ), held AS (
       -- The SET asks again what the WHERE asked of \`seen\`, of the row it writes: PostgreSQL
@@ -128,13 +138,16 @@ function claimText(keys: string, charges: string, movements: string): string {
       LEFT JOIN seen s ON true
       RETURNING status, refusal, amount_minor, currency, provider_charge_id
     )
-    -- \`restored\` again, for a claim whose insert lost its race (ON CONFLICT, no row): \`seen\`
-    -- then never asked for it, and a transaction that goes on would keep the 100 ms. Materialized,
-    -- so it puts the session's value back once, whoever asks first.
+    -- The session's lock_timeout put back, once the movement (and so the charge row's lock) is
+    -- done, for a transaction that goes on (a \`reserve\` hook's statements run after this one);
+    -- also for a claim whose insert lost its race (ON CONFLICT, no row). A replay, a 409 or a 422
+    -- set nothing and put nothing back.
     SELECT EXISTS (SELECT 1 FROM claimed) AS claimed, e.*, mv.status AS new_status,
       mv.refusal AS new_refusal, mv.amount_minor::float8 AS new_amount_minor,
       mv.currency AS new_currency, mv.provider_charge_id AS new_provider_charge_id,
-      CASE WHEN e.request_hash IS NULL THEN (SELECT lock_timeout FROM restored) END AS lock_timeout
+      CASE WHEN e.request_hash IS NULL
+        THEN (SELECT set_config('lock_timeout', was, true) FROM lock_wait)
+      END AS lock_timeout
     FROM (SELECT 1) AS one
     LEFT JOIN existing e ON true
     LEFT JOIN movement mv ON true`;

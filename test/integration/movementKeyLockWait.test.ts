@@ -5,6 +5,7 @@ import {
   createChargeEngine,
   createEnginePool,
   IdempotencyKeyInUseError,
+  StoreUnavailableError,
   type PgPoolLike,
   type RefundRequest,
 } from '../../src/index.js';
@@ -21,7 +22,8 @@ import {
 // A refund's key another transaction holds uncommitted (its claim inside a `reserve` hook) is an
 // attempt in progress, answered 409 as a charge's is, not waited on for as long as that
 // transaction lasts. The charge's row is another matter: refunds of one charge take their turns
-// on it, and a refund of another key still waits for the one before it to commit.
+// on it, and a refund of another key waits for the one before it to commit, for a second at
+// most.
 
 let db: TestDatabase;
 beforeAll(async () => {
@@ -136,6 +138,32 @@ describe("a refund of another key of a charge whose row a refund's transaction h
     // 700 of 1,000 held first: 400 more is refused.
     expect(await next).toMatchObject({ status: 'refused' });
     expect(JSON.parse((await next).body)).toMatchObject({ refusal: 'exceeds_refundable' });
+  });
+});
+
+describe("a refund of another key of a charge whose row a refund's hook holds for long", () => {
+  it('is answered 503 once it waited a second, with nothing written, and goes through later', async () => {
+    const chargeId = await aCharge();
+    const holder = aRefundHolder();
+    const held = holder.engine.processRefund(aKey(), { merchantId, chargeId, amountMinor: 300 });
+    await holder.holding(1);
+    const engine = createChargeEngine({ pool: db.pgPool, provider });
+    const key = aKey();
+    const refund = { merchantId, chargeId, amountMinor: 400 };
+    try {
+      const answer = await answerOf(engine.processRefund(key, refund));
+      expect(answer).toBeInstanceOf(StoreUnavailableError);
+      expect(answer).toMatchObject({ httpStatus: 503 });
+      // Rolled back whole: no key, so the same request is a fresh claim later.
+      expect(await engine.inspect({ merchantId, key, operation: 'refund' })).toBeNull();
+    } finally {
+      holder.release();
+    }
+    expect(await held).toMatchObject({ status: 'succeeded' });
+    expect(await engine.processRefund(key, refund)).toMatchObject({
+      status: 'succeeded',
+      replayed: false,
+    });
   });
 });
 
