@@ -1,5 +1,6 @@
 import { setTimeout as sleep } from 'node:timers/promises';
 import { CRASH_POINTS, type CrashPoint, type FaultInjector } from '../engine/types.js';
+import { CHARGE_ROW_WAIT_MS } from '../store/movementStatements.js';
 
 /** How one attempt is set up to fail, if at all. */
 export type AttemptFaults = {
@@ -14,7 +15,15 @@ export type AttemptFaults = {
    * its request is sent; such an attempt claims jointly, so that its key is uncommitted meanwhile.
    */
   hold: boolean;
+  /**
+   * How long a held claim is held at least (0 when not held): up to `HOLD_LONGEST_MS`, so that
+   * movements queued on a held refund's charge row sometimes wait past `CHARGE_ROW_WAIT_MS`.
+   */
+  holdMs: number;
 };
+
+/** The longest a held claim is held at least: past a movement's wait on its charge's row. */
+export const HOLD_LONGEST_MS = 1.5 * CHARGE_ROW_WAIT_MS;
 
 /**
  * Where an attempt can stall: a claim whose COMMIT is acknowledged late, a pause before the
@@ -50,6 +59,7 @@ const SEPARATE_CLAIM_SHARE = 0.25;
 export function createCrashInjector(random: () => number, rates: FaultRates): AttemptFaults {
   // Drawn only when asked for, so that runs without it draw as they did.
   const hold = rates.holdRate > 0 && random() < rates.holdRate;
+  const holdMs = hold ? Math.floor(random() * HOLD_LONGEST_MS) : 0;
   const separateClaim = random() < SEPARATE_CLAIM_SHARE && !hold;
   const point = random() < rates.crashRate ? pickFrom(CRASH_POINTS, random) : null;
   const stall = random() < rates.stallRate ? pickFrom(STALL_POINTS, random) : null;
@@ -58,7 +68,7 @@ export function createCrashInjector(random: () => number, rates: FaultRates): At
   const shortest = Math.max(0, rates.leaseMs - rates.providerTimeoutMs);
   const stallMs = shortest + Math.floor(random() * (1.5 * rates.leaseMs - shortest));
   if (point === null && stall === null) {
-    return { faults: undefined, point, stall, separateClaim, hold };
+    return { faults: undefined, point, stall, separateClaim, hold, holdMs };
   }
   let crashed = false;
   let stalled = false;
@@ -67,6 +77,7 @@ export function createCrashInjector(random: () => number, rates: FaultRates): At
     stall,
     separateClaim,
     hold,
+    holdMs,
     faults: {
       shouldCrash: (at) => {
         if (crashed || at !== point) return false;

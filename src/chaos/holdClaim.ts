@@ -26,16 +26,19 @@ export type ClaimHold = {
  * unless another claim of the process is held already (`ChaosEngines.takeHold`), and sends its
  * request again meanwhile, as a second submission, on an engine with a pool of its own
  * (`ChaosEngines.forHeldRetry`: what it waits for is then the key, never a connection). The
- * hook waits until that retry is answered, and `HOLD_MARGIN_MS` past the longest wait at most: a
- * retry of a key another transaction holds must be answered while it is held (a 409, or the end
- * of its wait), not kept waiting, with one of the pool's connections, for as long as the holder's
- * transaction lasts. The retry's event says which it was (`heldClaim`).
+ * hook waits `holdMs` (past a lease, sometimes, and past the wait of movements queued on a held
+ * refund's charge row), and until that retry is answered, `HOLD_MARGIN_MS` past the longest wait
+ * at most: a retry of a key another transaction holds must be answered while it is held (a 409,
+ * at once or when its own wait ends), not kept waiting, with one of the pool's connections, for
+ * as long as the holder's transaction lasts. The retry's event says which it was (`heldClaim`).
  */
 export function holdClaim(
   settings: ClientSettings,
   op: PlannedOperation,
   call: OperationCall,
   sink: OperationSink,
+  /** How long the hold lasts at least (a slow hook), whenever the retry is answered. */
+  holdMs: number,
 ): ClaimHold {
   let retry: Promise<void> | null = null;
   let released = false;
@@ -52,14 +55,17 @@ export function holdClaim(
       retry = sendAgain();
       const bound = settings.engines.longestWaitMs + HOLD_MARGIN_MS;
       const stop = new AbortController();
-      return Promise.race([
+      const answered = Promise.race([
         retry,
         sleep(bound, undefined, { signal: stop.signal }).catch(() => {}),
-      ]).finally(() => {
-        released = true;
-        stop.abort();
-        release();
-      });
+      ]);
+      return Promise.all([answered, sleep(holdMs)])
+        .then(() => undefined)
+        .finally(() => {
+          released = true;
+          stop.abort();
+          release();
+        });
     },
     settled: async () => {
       await retry;

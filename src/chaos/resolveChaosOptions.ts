@@ -73,9 +73,9 @@ export type ChaosOptions = {
    * refusing and waiting on keys in progress by turns). That retry must be answered 409 while
    * the claim is still held (at once, or when its own wait runs out), not kept waiting on the
    * key: one answered only once the hold ended, or answered otherwise, is a failure of the run
-   * (`holds.blocked`, `holds.otherwise`). The hold ends when the retry is answered (5 s past
-   * `waitMs` at most). A process holds one claim at a time. Drawn for each attempt when above
-   * 0: a seed of a run without it replays with 0.
+   * (`holds.blocked`, `holds.otherwise`). The hold lasts a drawn time up to 1.5 s, and until the
+   * retry is answered (5 s past `waitMs` at most). A process holds one claim at a time. Drawn
+   * for each attempt when above 0: a seed of a run without it replays with 0.
    * @defaultValue `0.01`
    */
   holdRate?: number;

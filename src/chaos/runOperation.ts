@@ -98,7 +98,7 @@ async function runAttempts(
     };
     const shared = settings.engines.forAttempt(drawn.separateClaim, drawn.hold);
     const watch = watchAttempt(shared.waits);
-    const held = drawn.hold ? holdClaim(settings, op, call, sink) : null;
+    const held = drawn.hold ? holdClaim(settings, op, call, sink, drawn.holdMs) : null;
     const route = {
       faults: drawn.faults,
       ...watch.route,
