@@ -14,7 +14,7 @@ import {
   withSessionSetting,
   type TestDatabase,
 } from '../support/testDatabase.js';
-import { aKey, aRequest, readKey, settlesSoon, waitFor } from '../support/charges.js';
+import { aKey, aRequest, answerOf, readKey, settlesSoon, waitFor } from '../support/charges.js';
 import { aKeyHolder } from '../support/keyHolder.js';
 import { gatedProvider } from '../support/gatedProvider.js';
 
@@ -34,8 +34,6 @@ afterAll(async () => {
 /** A holder on this file's database (see `aKeyHolder`). */
 const aHolder = (hook: 'reserve' | 'complete', options: Partial<ChargeEngineOptions> = {}) =>
   aKeyHolder(db.pgPool, hook, options);
-
-const answerOf = (promise: Promise<unknown>) => promise.catch((e: unknown) => e);
 
 /**
  * While the holder holds the key, `call` is answered 409 (not kept waiting); once the holder is

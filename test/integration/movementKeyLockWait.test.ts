@@ -11,7 +11,14 @@ import {
 } from '../../src/index.js';
 import { createFakeProvider } from '../../src/testing/index.js';
 import { movementStatements } from '../../src/store/movementStatements.js';
-import { aKey, aRequest, settlesSoon, waitFor, waitingOnLocks } from '../support/charges.js';
+import {
+  aKey,
+  aRequest,
+  answerOf,
+  settlesSoon,
+  waitFor,
+  waitingOnLocks,
+} from '../support/charges.js';
 import { aKeyHolder } from '../support/keyHolder.js';
 import {
   createTestDatabase,
@@ -36,7 +43,6 @@ afterAll(async () => {
 const merchantId = 'm_refund_held';
 /** One provider for every engine here: it knows the charges it made. */
 const provider = createFakeProvider();
-const answerOf = (promise: Promise<unknown>) => promise.catch((e: unknown) => e);
 
 /** A succeeded charge of 1,000 to refund. */
 async function aCharge(): Promise<string> {

@@ -105,6 +105,9 @@ export async function expireLease(
     WHERE merchant_id = ${merchantId} AND key = ${key}`);
 }
 
+/** What `promise` settles to: its value, or the error it rejects with. */
+export const answerOf = (promise: Promise<unknown>) => promise.catch((e: unknown) => e);
+
 /**
  * Whether `promise` settles within a generous bound (10 s): for "this call is not held up by that
  * one", not a timing assertion.
