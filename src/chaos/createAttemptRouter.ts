@@ -27,7 +27,7 @@ export type AttemptRoute = {
 };
 
 /** A key as the engine names it in its fault-injector calls and events. */
-type KeyRef = { merchantId: string; key: string };
+export type KeyRef = { merchantId: string; key: string };
 
 /**
  * Routes what one shared engine does to the attempts in flight in it, by key: its fault

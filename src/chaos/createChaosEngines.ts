@@ -1,12 +1,9 @@
 import { createChargeEngine, type ChargeEngine } from '../engine/createChargeEngine.js';
 import type { PaymentProvider } from '../provider/PaymentProvider.js';
 import type { PgPoolLike } from '../store/pgPoolLike.js';
-import { createAttemptRouter, type AttemptRouter } from './createAttemptRouter.js';
+import { createAttemptRouter, type AttemptRouter, type KeyRef } from './createAttemptRouter.js';
 import { countGroupCommit, type GroupCommitCounts } from './countGroupCommit.js';
 import { listenForWakeUps } from './listenForWakeUps.js';
-
-/** A key as the hooks name it. */
-type KeyRef = { merchantId: string; key: string };
 
 /** What the engines of one chaos process are made with. */
 export type ChaosEngineSettings = {
