@@ -233,23 +233,23 @@ async function write(
     owned.scoped,
     () =>
       withStore(async () => {
-        if (!hook) {
-          const done = await completeMovement(
-            { pg: pools.pg, slonik: pools.slonik },
-            env.tables,
-            completion,
-          );
-          if (!done) throw lostLease(env, heldKeyOf(owned));
-          return;
-        }
         try {
+          if (!hook) {
+            const db = { pg: pools.pg, slonik: pools.slonik };
+            if (!(await completeMovement(db, env.tables, completion))) {
+              throw lostLease(env, heldKeyOf(owned));
+            }
+            return;
+          }
           await pools.slonik.transaction(async (tx) => {
             const done = await completeMovement({ pg: null, slonik: tx }, env.tables, completion);
             if (!done) throw lostLease(env, heldKeyOf(owned));
             await hook(hookTransaction(tx));
           });
         } catch (error) {
-          // The phase rolled back; the key stays `reserved`. A provider refund id recorded for
+          // The phase rolled back; the key stays `reserved`. Unlike a charge's, a movement's
+          // completion also fails with the store in reach (its wait on the charge's row cut
+          // short), so the lease is given back either way. A provider refund id recorded for
           // another refund keeps the lease: the caller parks the key under it.
           if (!recordedElsewhere(error, 'refund')) {
             await releaseAfterFailure(env, owned, error);

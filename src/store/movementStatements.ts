@@ -6,7 +6,7 @@ import {
   WAITERS_CHANNEL,
 } from './hotStatements.js';
 import type { PreparedStatement } from './hotStatements.js';
-import { KEY_LOCK_WAIT_CTE, setShorterLockTimeout } from './keyLockWait.js';
+import { KEY_LOCK_WAIT_CTE, lockWaitCte, setShorterLockTimeout } from './keyLockWait.js';
 import type { Tables } from './tables.js';
 
 /**
@@ -17,6 +17,9 @@ import type { Tables } from './tables.js';
  * 55P03 (`StoreUnavailableError`, 503, nothing written: retry). Well past a line of racing claims.
  */
 export const CHARGE_ROW_WAIT_MS = 1_000;
+
+/** The completion's `lock_wait` CTE: the charge's row (and its own key) waited on that long. */
+const CHARGE_ROW_WAIT_CTE = lockWaitCte(String(CHARGE_ROW_WAIT_MS));
 
 /** The two statements of a fresh refund or capture, as of a charge, for one schema. */
 export type MovementStatements = { claim: PreparedStatement; complete: PreparedStatement };
@@ -160,15 +163,23 @@ function claimText(keys: string, charges: string, movements: string): string {
  * a refund's amount moves from held to refunded when it succeeded, a capture's becomes the
  * captured amount (`$10`, what the provider captured). A refused movement held nothing.
  *
+ * It waits on the charge's row, behind a sibling movement's claim or completion, for
+ * `CHARGE_ROW_WAIT_MS` at most, as a claim does, and holds one pool connection meanwhile: past
+ * that it fails with 55P03 (`StoreUnavailableError`), nothing written, the key still `reserved`
+ * for a retry or the sweeper to adopt what the provider did. The session's own `lock_timeout`, if
+ * shorter, is kept, and put back for the `complete` hook's statements that follow in its
+ * transaction.
+ *
  * Parameters: merchant, operation, key, lock token, movement status, provider movement id,
  * failure code, response status, response body, captured amount, refusal (a `reserve` hook's).
  */
 function completeText(keys: string, charges: string, movements: string, schema: string): string {
   return `
-    WITH done AS (
+    WITH ${CHARGE_ROW_WAIT_CTE} done AS (
       UPDATE ${keys}
       SET recovery_point = 'completed', response_status = $8::int4, response_body = $9::text,
         lock_token = NULL, locked_until = NULL, completed_at = now(), updated_at = now()
+      FROM lock_wait
       WHERE merchant_id = $1::text AND operation = $2::text AND key = $3::text
         AND lock_token = $4::uuid AND recovery_point IN ('started', 'reserved')
       RETURNING merchant_id, operation, key, charge_id, has_waiters AS had_waiters
@@ -192,12 +203,16 @@ function completeText(keys: string, charges: string, movements: string, schema: 
           updated_at = now()
       FROM moved mv
       WHERE c.merchant_id = mv.merchant_id AND c.id = mv.charge_id
+      RETURNING c.id
     )
+    -- The session's lock_timeout put back once the charge's row is written: reading \`settled\`
+    -- here runs it first (a CTE nothing reads runs after the statement's own rows).
     SELECT true AS completed,
       CASE WHEN done.had_waiters
         THEN pg_notify('${WAITERS_CHANNEL}', ${waiterPayloadSql(schema, 'done')}) IS NULL
-      END AS woken
-    FROM done`;
+      END AS woken,
+      set_config('lock_timeout', l.was, true) AS lock_timeout
+    FROM done, lock_wait l, (SELECT count(*) FROM settled) AS charge_written`;
 }
 
 /** The movement statements of one schema, built once. */
