@@ -121,12 +121,14 @@ describe('chargeonce inspect, list, resolve, requeue', () => {
     const filter = ['--merchant', merchantId, '--point', 'reserved', '--limit', '2'];
 
     const seen: string[] = [];
+    const ids = new Map<string, string>();
     let cursor: string | null = null;
     let pages = 0;
     do {
       const page = await cli('list', ...filter, '--json', ...(cursor ? ['--cursor', cursor] : []));
       const parsed = JSON.parse(page.stdout) as KeyPage;
       seen.push(...parsed.keys.map((k) => k.key));
+      for (const k of parsed.keys) ids.set(k.key, k.chargeId);
       cursor = parsed.nextCursor;
       pages += 1;
     } while (cursor !== null);
@@ -137,13 +139,16 @@ describe('chargeonce inspect, list, resolve, requeue', () => {
     expect(seen.sort()).toEqual(seeds.map((s) => s.key).sort());
     const lines = piped.stdout.trimEnd().split('\n');
     expect(lines).toHaveLength(2);
-    expect(lines[0]!.split('\t')).toHaveLength(9);
-    expect(lines[0]!.split('\t').slice(1, 5)).toEqual([
+    const fields = lines[0]!.split('\t');
+    expect(fields).toHaveLength(10);
+    expect(fields.slice(1, 6)).toEqual([
       merchantId,
       'charge',
       expect.any(String),
+      ids.get(fields[3]!),
       'reserved',
     ]);
+    expect(fields[4]).toMatch(/^[0-9a-f-]{36}$/);
     expect(piped.stderr).toMatch(/^more keys: --cursor [A-Za-z0-9_-]+\n$/);
     expect(all.stdout.trimEnd().split('\n')).toHaveLength(5);
     expect(all.stderr).toBe('');
@@ -412,7 +417,7 @@ describe('on a terminal', () => {
     });
 
     expect(lines).toHaveLength(3);
-    expect(lines[0]).toMatch(/^CREATED\s+MERCHANT\s+OPERATION\s+KEY\s+POINT/);
+    expect(lines[0]).toMatch(/^CREATED\s+MERCHANT\s+OPERATION\s+KEY\s+ID\s+POINT/);
     expect(lines[1]!.indexOf('failed')).toBe(lines[2]!.indexOf('failed'));
     expect(lines[1]).toContain('the provider could not answer');
     expect(renderKeyList([], { tty: true, columns: 80 })).toEqual(['no keys']);
