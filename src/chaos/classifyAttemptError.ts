@@ -10,6 +10,7 @@ import {
   SimulatedCrashError,
   StoreUnavailableError,
 } from '../errors.js';
+import { anyCause, codeOf } from '../store/storeErrors.js';
 import type { TerminalStatus } from './OperationSink.js';
 
 /** What a chaos client makes of an error `processCharge` threw. */
@@ -38,7 +39,7 @@ export function classifyAttemptError(error: unknown): ClassifiedError {
   ) {
     return {
       kind: 'retry',
-      event: { kind: 'retryable', code: error.code },
+      event: { kind: 'retryable', code: retryableCode(error) },
       retryAfterMs: error.retryAfterMs,
     };
   }
@@ -60,4 +61,16 @@ export function classifyAttemptError(error: unknown): ClassifiedError {
   const name = error instanceof Error ? error.name : typeof error;
   const message = error instanceof Error ? error.message : String(error);
   return { kind: 'unexpected', code: name, message };
+}
+
+/**
+ * The error's code; a store error that was a lock wait cut short (a movement behind a sibling
+ * that held its charge's row past `CHARGE_ROW_WAIT_MS`) apart from the store out of reach, so a
+ * run's report shows the row's bound met.
+ */
+function retryableCode(error: ChargeOnceError): string {
+  if (error instanceof StoreUnavailableError && anyCause(error, (e) => codeOf(e) === '55P03')) {
+    return `${error.code}:lock_wait`;
+  }
+  return error.code;
 }
