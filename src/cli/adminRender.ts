@@ -51,7 +51,6 @@ const LIST_HEADER = [
   'MERCHANT',
   'OPERATION',
   'KEY',
-  'ID',
   'POINT',
   'ATTEMPTS',
   'CHARGE',
@@ -65,7 +64,6 @@ function listCells(key: KeySummary): string[] {
     key.merchantId,
     key.operation,
     key.key,
-    key.chargeId,
     key.recoveryPoint,
     String(key.attempts),
     key.chargeStatus ?? NONE,
@@ -77,10 +75,14 @@ function listCells(key: KeySummary): string[] {
 
 /**
  * `list`'s keys: a table on a terminal; on a pipe one key per line, its fields separated by tabs
- * (no header, so `wc -l`, `cut` and `awk` see keys only).
+ * (no header, so `wc -l`, `cut` and `awk` see keys only), the key's own charge, refund or capture
+ * id last. The table leaves the id out: 36 characters wide, it pushed the status columns past a
+ * terminal's width (`inspect` shows it).
  */
 export function renderKeyList(keys: readonly KeySummary[], rendering: Rendering): string[] {
-  if (!rendering.tty) return keys.map((key) => listCells(key).join('\t'));
+  if (!rendering.tty) {
+    return keys.map((key) => [...listCells(key), printable(key.chargeId)].join('\t'));
+  }
   if (keys.length === 0) return ['no keys'];
   return renderTable(LIST_HEADER, keys.map(listCells), rendering.columns);
 }

@@ -30,9 +30,9 @@ ${COMMON}
   list: `Usage: chargeonce list [options]
 
 Keys, oldest first, a page at a time. On a terminal a table; piped, one key per line with its
-fields separated by tabs (created, merchant, operation, key, id, point, attempts, charge, lease,
-last error), and the next page's cursor on stderr. The id is the key's own charge, refund or
-capture; charge is a charge key's status.
+fields separated by tabs (created, merchant, operation, key, point, attempts, charge, lease,
+last error, id), and the next page's cursor on stderr. Charge is a charge key's status; id is
+the key's own charge, refund or capture (piped and in --json only).
 
 Options:
   --point POINT            only keys at started, reserved, completed, failed or expired

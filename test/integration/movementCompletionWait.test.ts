@@ -65,15 +65,13 @@ async function aRefundBehindAHeldSibling(
   { pool = db.pgPool, withHook = true }: { pool?: PgPoolLike; withHook?: boolean } = {},
 ) {
   const gated = gatedRefunds();
-  const seenLockTimeouts: unknown[] = [];
-  const complete = async (tx: { query: (text: string) => Promise<{ rows: unknown[] }> }) => {
-    const { rows } = await tx.query("SELECT current_setting('lock_timeout') AS t");
-    seenLockTimeouts.push((rows[0] as { t?: unknown } | undefined)?.t);
-  };
+  const hooked = aLockTimeoutProbe();
+  const events: string[] = [];
   const engine = createChargeEngine({
     pool,
     provider: gated.provider,
-    ...(withHook ? { hooks: { refund: { complete } } } : {}),
+    onEvent: (event) => events.push(event.type),
+    ...(withHook ? { hooks: { refund: { complete: hooked.complete } } } : {}),
   });
   const key = aKey();
   const request = { merchantId, chargeId, amountMinor: 400 };
@@ -83,7 +81,18 @@ async function aRefundBehindAHeldSibling(
   const sibling = holder.engine.processRefund(aKey(), { merchantId, chargeId, amountMinor: 300 });
   await holder.holding(1);
   gated.open();
-  return { engine, key, request, waiting, holder, sibling, seenLockTimeouts };
+  const seenLockTimeouts = hooked.seen;
+  return { engine, key, request, waiting, holder, sibling, seenLockTimeouts, gated, events };
+}
+
+/** A `complete` hook that notes the `lock_timeout` its transaction runs with. */
+function aLockTimeoutProbe() {
+  const seen: unknown[] = [];
+  const complete = async (tx: { query: (text: string) => Promise<{ rows: unknown[] }> }) => {
+    const { rows } = await tx.query("SELECT current_setting('lock_timeout') AS t");
+    seen.push((rows[0] as { t?: unknown } | undefined)?.t);
+  };
+  return { seen, complete };
 }
 
 describe("a refund's completion behind a sibling's complete hook that holds the charge's row", () => {
@@ -131,6 +140,9 @@ describe("a refund's completion behind a sibling's complete hook that holds the 
       expect(await behind.sibling).toMatchObject({ status: 'succeeded' });
       const retried = await behind.engine.processRefund(behind.key, behind.request);
       expect(retried).toMatchObject({ status: 'succeeded', replayed: false });
+      // Found under its key and adopted: the provider was asked to refund once.
+      expect(behind.gated.asked()).toBe(1);
+      expect(behind.events).toContain('adopted');
       const providerKey = (await behind.engine.inspect({
         merchantId,
         key: behind.key,
@@ -149,19 +161,22 @@ describe("a refund's completion behind a sibling's complete hook that holds the 
       });
     },
   );
+});
 
-  it("puts the session's own lock timeout back for its complete hook", async () => {
+describe("a refund's completion in its complete hook's transaction", () => {
+  it("puts the session's own lock timeout back for the hook", async () => {
     const chargeId = await aCharge();
     const pool = await createEnginePool(withSessionSetting(db.url, 'lock_timeout', '20s'));
+    const probe = aLockTimeoutProbe();
+    const engine = createChargeEngine({
+      pool,
+      provider: fake,
+      hooks: { refund: { complete: probe.complete } },
+    });
     try {
-      const behind = await aRefundBehindAHeldSibling(chargeId, { pool });
-      try {
-        await waitFor(async () => (await waitingOnLocks(db.pool)) >= 1);
-      } finally {
-        behind.holder.release();
-      }
-      expect(await behind.waiting).toMatchObject({ status: 'succeeded' });
-      expect(behind.seenLockTimeouts).toEqual(['20s']);
+      const refund = { merchantId, chargeId, amountMinor: 400 };
+      expect(await engine.processRefund(aKey(), refund)).toMatchObject({ status: 'succeeded' });
+      expect(probe.seen).toEqual(['20s']);
     } finally {
       await pool.end();
     }
