@@ -70,6 +70,7 @@ async function aRefundBehindAHeldSibling(
   const engine = createChargeEngine({
     pool,
     provider: gated.provider,
+    sweepGraceMs: 0,
     onEvent: (event) => events.push(event.type),
     ...(withHook ? { hooks: { refund: { complete: hooked.complete } } } : {}),
   });
@@ -161,6 +162,28 @@ describe("a refund's completion behind a sibling's complete hook that holds the 
       });
     },
   );
+});
+
+describe("a refund's completion cut short at its charge's row, left to the sweeper", () => {
+  it('is adopted by the next sweep, and the retry replays it', async () => {
+    const chargeId = await aCharge();
+    const behind = await aRefundBehindAHeldSibling(chargeId);
+    try {
+      expect(await behind.waiting).toBeInstanceOf(StoreUnavailableError);
+    } finally {
+      behind.holder.release();
+    }
+    await behind.sibling;
+    expect(await behind.engine.sweep()).toMatchObject({ adopted: 1, cancelled: 0 });
+    expect(behind.gated.asked()).toBe(1);
+    const replayed = await behind.engine.processRefund(behind.key, behind.request);
+    expect(replayed).toMatchObject({ status: 'succeeded', replayed: true });
+    const seen = await behind.engine.inspect({ merchantId, key: behind.key, operation: 'refund' });
+    expect(seen?.movement?.chargeTotals).toMatchObject({
+      refundedMinor: 700,
+      refundReservedMinor: 0,
+    });
+  });
 });
 
 describe("a refund's completion in its complete hook's transaction", () => {
