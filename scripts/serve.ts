@@ -11,7 +11,13 @@
 import { createServer, type IncomingMessage } from 'node:http';
 import type { AddressInfo } from 'node:net';
 import { randomUUID } from 'node:crypto';
-import { createChargeEngine, createEnginePool, migrate, type SweepResult } from '../src/index.js';
+import {
+  ChargeOnceError,
+  createChargeEngine,
+  createEnginePool,
+  migrate,
+  type SweepResult,
+} from '../src/index.js';
 import { createChargeHandler } from '../src/http/index.js';
 import {
   createHttpProvider,
@@ -82,7 +88,16 @@ const engine = createChargeEngine({
   sweepGraceMs: SWEEP_GRACE_MS,
   telemetry: { meter: meterProvider.getMeter('chargeonce') },
 });
-const chargeHandler = createChargeHandler(engine, { authenticate });
+const chargeHandler = createChargeHandler(engine, {
+  authenticate,
+  // One line for the 5xx chargeonce meant (a provider or database out of reach, a parked key):
+  // with PROVIDER_FAULTS on they are many. Anything else keeps its stack.
+  onError: (error) => {
+    if (error instanceof ChargeOnceError) {
+      console.error(`answered ${error.httpStatus} ${error.code}: ${error.message}`);
+    } else console.error('the charge handler answered 500:', error);
+  },
+});
 
 const server = createServer((req, res) => {
   const path = new URL(req.url ?? '/', 'http://localhost').pathname;
@@ -123,6 +138,9 @@ const post = (path: string, body: string, extra = '') =>
   `    -H 'Content-Type: application/json' ${extra}-d '${body}'`;
 const charge = (body: string, extra = '') => post('/charges', body, extra);
 const order = '{"customerId":"c_ada","amountMinor":2000,"currency":"NGN"}';
+// The embedded cluster's URL is a throwaway local one: printed, so that the admin commands can
+// reach the keys this server writes. A DATABASE_URL may hold a password: named, not printed.
+const databaseUrl = database.source === 'embedded' ? `'${database.url}'` : '"$DATABASE_URL"';
 console.log(`chargeonce payment API on ${api}
   PostgreSQL: ${database.source}    fake provider: ${providerServer.url} (seed ${providerServer.seed})
 
@@ -134,10 +152,16 @@ No key (400), or no Authorization header (401):
   ${charge(order)}
 Refund part of it (set CHARGE_ID to the "id" of the charge's answer; run it twice: one refund):
   ${post('/charges/$CHARGE_ID/refunds', '{"amountMinor":500,"reason":"requested_by_customer"}', `-H 'Idempotency-Key: refund-${randomUUID()}' `)}
+Authorize only, then capture it (set AUTH_ID to the "id" of the authorization's answer; no body needed, so -X POST):
+  ${charge(order.replace('}', ',"capture":false}'), `-H 'Idempotency-Key: auth-${randomUUID()}' `)}
+  curl -i -X POST ${api}/charges/$AUTH_ID/capture -H 'Authorization: Bearer sk_test_shop' -H 'Idempotency-Key: capture-${randomUUID()}'
 What the provider really charged:
   curl ${providerServer.url}/v1/ledger
 chargeonce's metrics, as Prometheus scrapes them:
   curl ${api}/metrics
+The keys this server wrote, and a parked one's details (inspect, resolve, requeue: npm run chargeonce -- --help):
+  npm run chargeonce -- list --database-url ${databaseUrl}
+  npm run chargeonce -- list --database-url ${databaseUrl} --point failed
 
 Recovery: the sweeper and reaper run every ${RECOVERY_INTERVAL_MS / 1000} s (±25%); the sweeper finishes keys whose lease ended over ${SWEEP_GRACE_MS / 1000} s ago.
 Ctrl-C to stop.`);

@@ -102,8 +102,18 @@ export function renderChaosReport(report: ChaosReport): string[] {
     report.late.visits,
     `after the reaper: refused ${report.late.expired}, replayed ${report.late.replayed}`,
   );
-  row('requeued keys', report.requeued, 'parked while the provider could not answer; finished');
-  row('parked keys', report.parked.length, 'provider answers refused, left to a person');
+  // An operation's `parked` above is what its client was last told: most of those keys were
+  // parked by a sweep during an outage, then requeued and finished (counted here).
+  row(
+    'requeued keys',
+    report.requeued,
+    'parked by a sweep while the provider could not answer, requeued after it as a person would, and finished (a client that asked while it was parked was told "parked", and counts so above)',
+  );
+  row(
+    'parked keys',
+    report.parked.length,
+    "still parked at the end: the engine refused the provider's answer, left to a person",
+  );
   row('violations', report.violations.length);
   lines.push('');
 

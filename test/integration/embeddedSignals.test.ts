@@ -5,6 +5,8 @@ import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { setTimeout as delay } from 'node:timers/promises';
 import { afterEach, describe, expect, it } from 'vitest';
+import { createChargeEngine, createEnginePool } from '../../src/index.js';
+import { createFakeProvider } from '../../src/testing/index.js';
 
 // Each program runs with a private TMPDIR, so the cluster folders it makes are told apart from
 // those of other runs on the machine. The folder must be enterable by the `postgres` user when
@@ -117,6 +119,17 @@ describe('embedded PostgreSQL ends with the program', () => {
     expect(metrics).toMatch(
       /chargeonce_charges_total\{[^}]*chargeonce_outcome_status="succeeded"[^}]*\} 1/,
     );
+    // The admin commands it prints reach the keys it wrote.
+    const url = /list --database-url '([^']+)'/.exec(run.output())?.[1];
+    const pool = await createEnginePool(String(url));
+    try {
+      const admin = createChargeEngine({ pool, provider: createFakeProvider() });
+      expect(await admin.inspect({ merchantId: 'm_shop', key: 'k-serve-metrics' })).toMatchObject({
+        recoveryPoint: 'completed',
+      });
+    } finally {
+      await pool.end();
+    }
 
     await interrupt(run, tmp, 'SIGINT', 'group');
   });
