@@ -22,7 +22,14 @@ export type ChaosProgress = {
 };
 
 /** Claims held uncommitted while their request was sent again, by how the retry was answered. */
-export type HoldCounts = { held: number; answered: number; blocked: number; otherwise: number };
+export type HoldCounts = {
+  held: number;
+  answered: number;
+  blocked: number;
+  otherwise: number;
+  /** The slowest answer to a refusing retry of a held claim, in ms (see `heldRefusalMs`). */
+  slowestRefusalMs: number;
+};
 
 /** An operation that never got a final outcome, even after the sweep and the client's return. */
 export type UnsettledOperation = {

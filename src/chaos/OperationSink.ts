@@ -28,6 +28,12 @@ export type AttemptEvent = {
    * with something else than a 409 (there is no outcome to give before the holder commits).
    */
   heldClaim?: HeldClaimEnd;
+  /**
+   * For such a second submission through an engine that refuses keys in progress (rather than
+   * waiting on them): how long it took to be answered, in milliseconds. The key's lock wait
+   * bounds it (`KEY_LOCK_WAIT_MS`); the report shows the slowest, so that a longer wait shows.
+   */
+  heldRefusalMs?: number;
 } & (
   | {
       kind: 'outcome';

@@ -36,12 +36,14 @@ export async function sendDuplicate(
     clockStepped: false,
     duplicate: true,
   };
+  const sentAt = performance.now();
   // Whether it was answered while the claim was still held, and with a 409, told with whatever
-  // it got.
-  const held = (inUse: boolean): { heldClaim?: HeldClaimEnd } => {
+  // it got; and, through an engine that refuses a key in progress, how soon.
+  const held = (inUse: boolean): { heldClaim?: HeldClaimEnd; heldRefusalMs?: number } => {
     if (!whileHeld) return {};
-    if (whileHeld.released()) return { heldClaim: 'blocked' };
-    return { heldClaim: inUse ? 'answered' : 'otherwise' };
+    const tookMs = shared.waits ? {} : { heldRefusalMs: Math.round(performance.now() - sentAt) };
+    if (whileHeld.released()) return { heldClaim: 'blocked', ...tookMs };
+    return { heldClaim: inUse ? 'answered' : 'otherwise', ...tookMs };
   };
   try {
     const answer = await shared.router.run(scoped, watch.route, () => call(shared.engine));

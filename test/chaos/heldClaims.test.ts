@@ -1,4 +1,5 @@
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { KEY_LOCK_WAIT_MS } from '../../src/store/keyLockWait.js';
 import { runChaos } from '../../src/testing/index.js';
 import { createTestDatabase, type TestDatabase } from '../support/testDatabase.js';
 
@@ -36,6 +37,8 @@ describe('held claims', { timeout: 180_000 }, () => {
     expect(report.holds.blocked).toBe(0);
     expect(report.holds.otherwise).toBe(0);
     expect(report.holds.answered).toBe(report.holds.held);
+    // A refusing retry is answered once its wait on the held key's lock ran out, never sooner.
+    expect(report.holds.slowestRefusalMs).toBeGreaterThanOrEqual(KEY_LOCK_WAIT_MS);
     // Half the retries waited on the held key (\`waitMs\`), and their waits ran out: no
     // notification can come for a key that was never visible to mark.
     expect(report.waits.timedOut).toBeGreaterThan(0);
