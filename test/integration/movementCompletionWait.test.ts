@@ -7,7 +7,14 @@ import {
   type PgPoolLike,
 } from '../../src/index.js';
 import { createFakeProvider } from '../../src/testing/index.js';
-import { aGate, aKey, aRequest, answerOf, waitFor, waitingOnLocks } from '../support/charges.js';
+import {
+  aGate,
+  aKey,
+  answerOf,
+  aSucceededCharge,
+  waitFor,
+  waitingOnLocks,
+} from '../support/charges.js';
 import { aKeyHolder } from '../support/keyHolder.js';
 import {
   createTestDatabase,
@@ -33,11 +40,7 @@ const merchantId = 'm_refund_completion_wait';
 const fake = createFakeProvider();
 
 /** A succeeded charge of 1,000 to refund. */
-async function aCharge(): Promise<string> {
-  const engine = createChargeEngine({ pool: db.pgPool, provider: fake });
-  const outcome = await engine.processCharge(aKey(), aRequest({ merchantId, amountMinor: 1000 }));
-  return outcome.chargeId;
-}
+const aCharge = () => aSucceededCharge(db.pgPool, fake, merchantId);
 
 /** The shared fake, its refunds waiting on a gate: the claim commits, the completion waits. */
 function gatedRefunds() {

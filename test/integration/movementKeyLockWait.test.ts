@@ -13,8 +13,8 @@ import { createFakeProvider } from '../../src/testing/index.js';
 import { movementStatements } from '../../src/store/movementStatements.js';
 import {
   aKey,
-  aRequest,
   answerOf,
+  aSucceededCharge,
   settlesSoon,
   waitFor,
   waitingOnLocks,
@@ -45,11 +45,7 @@ const merchantId = 'm_refund_held';
 const provider = createFakeProvider();
 
 /** A succeeded charge of 1,000 to refund. */
-async function aCharge(): Promise<string> {
-  const engine = createChargeEngine({ pool: db.pgPool, provider });
-  const outcome = await engine.processCharge(aKey(), aRequest({ merchantId, amountMinor: 1000 }));
-  return outcome.chargeId;
-}
+const aCharge = () => aSucceededCharge(db.pgPool, provider, merchantId);
 
 /** Another process's engine whose refunds wait in their \`reserve\` hook until \`release\`. */
 const aRefundHolder = () => aKeyHolder(db.pgPool, 'refund.reserve', { provider });

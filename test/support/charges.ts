@@ -6,6 +6,7 @@ import { deriveProviderKey, validateChargeRequest } from '../../src/request.js';
 import type { Tables } from '../../src/store/tables.js';
 import { createFakeProvider, type FakeProvider } from '../../src/provider/createFakeProvider.js';
 import type { SweepResult } from '../../src/recovery/sweep.js';
+import { createChargeEngine, type PaymentProvider, type PgPoolLike } from '../../src/index.js';
 
 /** A valid request; override what a test cares about. */
 export function aRequest(overrides: Partial<ChargeRequest> = {}): ChargeRequest {
@@ -226,4 +227,16 @@ export function sweepingDuringCharge(sweep: () => Promise<SweepResult>): {
     },
   });
   return { provider, swept: () => swept };
+}
+
+/** A succeeded charge of `amountMinor` (1,000 by default), made through `provider`: its id. */
+export async function aSucceededCharge(
+  pool: PgPoolLike,
+  provider: PaymentProvider,
+  merchantId: string,
+  amountMinor = 1000,
+): Promise<string> {
+  const engine = createChargeEngine({ pool, provider });
+  const outcome = await engine.processCharge(aKey(), aRequest({ merchantId, amountMinor }));
+  return outcome.chargeId;
 }
