@@ -27,8 +27,11 @@ export type HoldCounts = {
   answered: number;
   blocked: number;
   otherwise: number;
-  /** The slowest answer to a refusing retry of a held claim, in ms (see `heldRefusalMs`). */
-  slowestRefusalMs: number;
+  /**
+   * The slowest answer to a refusing retry of a held claim, in ms (see `heldRefusalMs`); null
+   * when every retry went through a waiting engine.
+   */
+  slowestRefusalMs: number | null;
 };
 
 /** An operation that never got a final outcome, even after the sweep and the client's return. */

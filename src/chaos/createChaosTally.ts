@@ -64,7 +64,13 @@ export function createChaosTally(plan: ChaosPlan): ChaosTally {
   let clockSteps = 0;
   let duplicates = 0;
   const waits = { waited: 0, woken: 0, answered: 0, timedOut: 0, failed: 0 };
-  const holds: HoldCounts = { held: 0, answered: 0, blocked: 0, otherwise: 0, slowestRefusalMs: 0 };
+  const holds: HoldCounts = {
+    held: 0,
+    answered: 0,
+    blocked: 0,
+    otherwise: 0,
+    slowestRefusalMs: null,
+  };
   const tried = new Set<number>();
   const retryableErrors: Record<string, number> = {};
   const byPoint = Object.fromEntries(CRASH_POINTS.map((p) => [p, 0])) as Record<CrashPoint, number>;
@@ -92,7 +98,7 @@ export function createChaosTally(plan: ChaosPlan): ChaosTally {
         holds[event.heldClaim] += 1;
       }
       if (event.heldRefusalMs !== undefined) {
-        holds.slowestRefusalMs = Math.max(holds.slowestRefusalMs, event.heldRefusalMs);
+        holds.slowestRefusalMs = Math.max(holds.slowestRefusalMs ?? 0, event.heldRefusalMs);
       }
       if (event.duplicate) duplicates += 1;
       // Counted per operation, not per process: a restarted worker's first try is a retry too.

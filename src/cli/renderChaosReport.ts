@@ -50,7 +50,7 @@ export function renderChaosReport(report: ChaosReport): string[] {
   row(
     'claims held',
     report.holds.held,
-    `retried meanwhile: answered 409 while held ${report.holds.answered}, blocked until released ${report.holds.blocked}, otherwise ${report.holds.otherwise}; a refusing retry answered in ${report.holds.slowestRefusalMs} ms at most`,
+    `retried meanwhile: answered 409 while held ${report.holds.answered}, blocked until released ${report.holds.blocked}, otherwise ${report.holds.otherwise}; ${refusalText(report.holds.slowestRefusalMs)}`,
   );
   row('clock steps', report.clockSteps, 'wall clock stepped ±1 min or ±1 h');
   row(
@@ -223,4 +223,11 @@ function nonEmpty(counts: Record<string, number>, wrap: (text: string) => string
 
 function sum(counts: Record<string, number>): number {
   return Object.values(counts).reduce((a, b) => a + b, 0);
+}
+
+/** The slowest refusal of a held claim's retry, or that none was sent through a refusing engine. */
+function refusalText(slowestMs: number | null): string {
+  return slowestMs === null
+    ? 'every retry waited (none refused at once)'
+    : `a refusing retry answered in ${slowestMs} ms at most`;
 }
