@@ -28,8 +28,8 @@ export type HoldCounts = {
   blocked: number;
   otherwise: number;
   /**
-   * The slowest answer to a refusing retry of a held claim, in ms (see `heldRefusalMs`); null
-   * when every retry went through a waiting engine.
+   * The slowest 409 to a refusing retry of a held claim, in ms (see `heldRefusalMs`); null when
+   * no claim was held, or every retry went through a waiting engine.
    */
   slowestRefusalMs: number | null;
 };
@@ -134,7 +134,11 @@ export type ChaosReport = {
    * `timedOut` (409); `failed` with another error.
    */
   waits: { waited: number } & Record<WaitEnd, number>;
-  /** Retryable errors clients got, by code (`idempotency_key_in_use`, `provider_unavailable`, …). */
+  /**
+   * Retryable errors clients got, by code (`idempotency_key_in_use`, `provider_unavailable`, …);
+   * a `store_unavailable` that was a lock wait cut short is counted as `store_unavailable:lock_wait`
+   * (the error's code is `store_unavailable` either way).
+   */
   retryableErrors: Record<string, number>;
   /** Injected crashes that fired, by crash point, and how many of them in refunds and captures. */
   crashes: { total: number; byPoint: Record<CrashPoint, number>; onMovements: number };

@@ -30,7 +30,7 @@ export type AttemptEvent = {
   heldClaim?: HeldClaimEnd;
   /**
    * For such a second submission through an engine that refuses keys in progress (rather than
-   * waiting on them): how long it took to be answered, in milliseconds. The key's lock wait
+   * waiting on them), `answered` with its 409: how long that took, in milliseconds. The key's lock wait
    * bounds it (`KEY_LOCK_WAIT_MS`); the report shows the slowest, so that a longer wait shows.
    */
   heldRefusalMs?: number;

@@ -41,9 +41,10 @@ export async function sendDuplicate(
   // it got; and, through an engine that refuses a key in progress, how soon.
   const held = (inUse: boolean): { heldClaim?: HeldClaimEnd; heldRefusalMs?: number } => {
     if (!whileHeld) return {};
+    if (whileHeld.released()) return { heldClaim: 'blocked' };
+    if (!inUse) return { heldClaim: 'otherwise' };
     const tookMs = shared.waits ? {} : { heldRefusalMs: Math.round(performance.now() - sentAt) };
-    if (whileHeld.released()) return { heldClaim: 'blocked', ...tookMs };
-    return { heldClaim: inUse ? 'answered' : 'otherwise', ...tookMs };
+    return { heldClaim: 'answered', ...tookMs };
   };
   try {
     const answer = await shared.router.run(scoped, watch.route, () => call(shared.engine));

@@ -50,7 +50,7 @@ export function renderChaosReport(report: ChaosReport): string[] {
   row(
     'claims held',
     report.holds.held,
-    `retried meanwhile: answered 409 while held ${report.holds.answered}, blocked until released ${report.holds.blocked}, otherwise ${report.holds.otherwise}; ${refusalText(report.holds.slowestRefusalMs)}`,
+    `retried meanwhile: answered 409 while held ${report.holds.answered}, blocked until released ${report.holds.blocked}, otherwise ${report.holds.otherwise}${report.holds.held > 0 ? `; ${refusalText(report.holds.slowestRefusalMs)}` : ''}`,
   );
   row('clock steps', report.clockSteps, 'wall clock stepped ±1 min or ±1 h');
   row(

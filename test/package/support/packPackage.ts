@@ -47,7 +47,7 @@ export type PackageManifest = {
 };
 
 /**
- * Builds and packs chargeonce as `npm publish` would (`npm pack` runs the `prepack` build), in a
+ * Builds and packs chargeonce as `npm publish` would (`npm pack` runs the `prepare` build), in a
  * copy of the repository's sources: the tests never touch the repository's own `dist/`, and two
  * test files may pack at once. The copy borrows the repository's node_modules for the build.
  */
