@@ -2,6 +2,9 @@ import { z } from 'zod';
 import { sql, type CommonQueryMethods } from 'slonik';
 import { completeParkedUpdate } from './completeParkedKey.js';
 import type { ScopedKey } from './keyState.js';
+import { lockWaitCte } from './keyLockWait.js';
+import { CHARGE_ROW_WAIT_MS } from './movementStatements.js';
+import { rawSql } from './rawSql.js';
 import type { Tables } from './tables.js';
 
 /** The outcome a person resolved a parked refund or capture with, as it is stored. */
@@ -26,14 +29,23 @@ export type ParkedMovementCompletion = ScopedKey & {
  *
  * `completed` is false (nothing written) when the key is not parked under that token; `settled`
  * is false when the movement held no reservation, and the caller must roll back.
+ *
+ * It waits on the charge's row, behind a sibling refund's claim or completion (its `complete`
+ * hook, say), for `CHARGE_ROW_WAIT_MS` at most, as the engine's completion does: past that it
+ * fails with 55P03 (`StoreUnavailableError`), and the caller's transaction rolls back, the key
+ * still parked, rather than holding the person and a connection for as long as the sibling
+ * takes. The session's own `lock_timeout`, if shorter, is kept, and put back for the hook's
+ * statements that follow in the transaction.
  */
+const CHARGE_ROW_WAIT_CTE = sql.fragment(rawSql(lockWaitCte(String(CHARGE_ROW_WAIT_MS))));
+
 export async function completeParkedMovement(
   db: CommonQueryMethods,
   tables: Tables,
   input: ParkedMovementCompletion,
 ): Promise<{ completed: boolean; settled: boolean }> {
   return db.one(sql.type(z.object({ completed: z.boolean(), settled: z.boolean() }))`
-    WITH done AS (${completeParkedUpdate(tables, input)}), moved AS (
+    WITH ${CHARGE_ROW_WAIT_CTE} done AS (${completeParkedUpdate(tables, input)}), moved AS (
       UPDATE ${tables.movements} m
       SET status = ${input.status}::text, provider_movement_id = ${input.providerMovementId},
         failure_code = ${input.failureCode}, updated_at = now()
@@ -51,9 +63,14 @@ export async function completeParkedMovement(
           captured_minor = CASE WHEN mv.kind = 'capture' AND ${input.status}::text = 'succeeded'
             THEN mv.amount_minor ELSE c.captured_minor END,
           updated_at = now()
-      FROM moved mv
+      -- The wait is set before the join yields the row to lock: it reads \`lock_wait\`.
+      FROM moved mv, lock_wait
       WHERE c.merchant_id = mv.merchant_id AND c.id = mv.charge_id
       RETURNING c.id
     )
-    SELECT EXISTS (SELECT 1 FROM done) AS completed, EXISTS (SELECT 1 FROM settled) AS settled`);
+    -- The session's lock_timeout put back once the charge's row is written: counting
+    -- \`settled\` here runs it first.
+    SELECT EXISTS (SELECT 1 FROM done) AS completed, charge_written.n > 0 AS settled,
+      set_config('lock_timeout', l.was, true) AS lock_timeout
+    FROM lock_wait l, (SELECT count(*) AS n FROM settled) AS charge_written`);
 }
