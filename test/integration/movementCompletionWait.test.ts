@@ -1,4 +1,5 @@
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import pg from 'pg';
 import {
   createChargeEngine,
   createEnginePool,
@@ -11,6 +12,7 @@ import {
   aGate,
   aKey,
   answerOf,
+  aRequest,
   aSucceededCharge,
   waitFor,
   waitingOnLocks,
@@ -25,7 +27,7 @@ import {
 // A refund's completion writes its charge's row, where refunds of one charge take their turns: it
 // waits behind a sibling whose `complete` hook holds that row, for a second at most. Past that it
 // is answered 503 with nothing written, the key still `reserved` and its lease given back, and a
-// retry adopts the refund the provider made.
+// retry adopts the refund the provider made. A capture's completion is bound the same way.
 
 let db: TestDatabase;
 beforeAll(async () => {
@@ -206,5 +208,61 @@ describe("a refund's completion in its complete hook's transaction", () => {
     } finally {
       await pool.end();
     }
+  });
+});
+
+describe("a capture's completion behind a transaction that holds the charge's row", () => {
+  // No sibling movement holds an authorization's row for long (a second capture, or a refund of
+  // an uncaptured charge, is refused before any hook runs): the caller's own SQL can, and the
+  // completion's bound is the one statement a refund's is.
+  it('is answered 503 after a second, the key reserved, and a retry adopts the capture', async () => {
+    const capturing = aGate();
+    let asked = 0;
+    const provider: PaymentProvider = {
+      ...fake,
+      capture: async (input, opts) => {
+        asked += 1;
+        await capturing.wait();
+        return fake.capture(input, opts);
+      },
+    };
+    const engine = createChargeEngine({ pool: db.pgPool, provider, sweepGraceMs: 0 });
+    const auth = await engine.processCharge(
+      aKey(),
+      aRequest({ merchantId, amountMinor: 1000, capture: false }),
+    );
+    const key = aKey();
+    const request = { merchantId, chargeId: auth.chargeId, amountMinor: 600 };
+    const waiting = answerOf(engine.processCapture(key, request));
+    await waitFor(() => Promise.resolve(asked >= 1));
+    const locker = new pg.Client({ connectionString: db.url });
+    await locker.connect();
+    try {
+      await locker.query('BEGIN');
+      await locker.query(`SELECT 1 FROM chargeonce.charges WHERE id = $1 FOR UPDATE`, [
+        auth.chargeId,
+      ]);
+      capturing.open();
+      const answer = await waiting;
+      expect(answer).toBeInstanceOf(StoreUnavailableError);
+      const seen = await engine.inspect({ merchantId, key, operation: 'capture' });
+      expect(seen).toMatchObject({ recoveryPoint: 'reserved', lease: { held: false } });
+      expect(seen?.movement).toMatchObject({ status: 'reserved', providerMovementId: null });
+    } finally {
+      await locker.query('ROLLBACK');
+      await locker.end();
+    }
+    const retried = await engine.processCapture(key, request);
+    expect(retried).toMatchObject({ status: 'succeeded', replayed: false });
+    // Found under its key and adopted: asked once, captured once.
+    expect(asked).toBe(1);
+    const providerKey = (await engine.inspect({ merchantId, key, operation: 'capture' }))!
+      .movement!.providerKey;
+    expect(fake.capturesFor(providerKey)).toBe(1);
+    const seen = await engine.inspect({ merchantId, key, operation: 'capture' });
+    expect(seen?.movement?.chargeTotals).toMatchObject({
+      capturedMinor: 600,
+      captureReservedMinor: null,
+    });
   });
 });
