@@ -256,8 +256,8 @@ describe("a capture's completion behind a transaction that holds the charge's ro
     expect(retried).toMatchObject({ status: 'succeeded', replayed: false });
     // Found under its key and adopted: asked once, captured once.
     expect(asked).toBe(1);
-    const providerKey = (await engine.inspect({ merchantId, key, operation: 'capture' }))!
-      .movement!.providerKey;
+    const providerKey = (await engine.inspect({ merchantId, key, operation: 'capture' }))!.movement!
+      .providerKey;
     expect(fake.capturesFor(providerKey)).toBe(1);
     const seen = await engine.inspect({ merchantId, key, operation: 'capture' });
     expect(seen?.movement?.chargeTotals).toMatchObject({
