@@ -66,6 +66,7 @@ export function movementOperation(
         amountMinor: v.request.amountMinor ?? null,
         reason,
         providerKey,
+        chargeOperation: env.operation,
       });
       switch (claim.kind) {
         case 'vanished':

@@ -157,6 +157,7 @@ async function sweepPass(
   const keys = await withStore(() =>
     pickAbandonedKeys(pool, env.tables, {
       operations: sweptOperations(env),
+      chargeOperation: env.operation,
       limit,
       graceMs: settings.graceMs,
       leaseMs: env.leaseMs,

@@ -70,9 +70,9 @@ function claimText(keys: string, charges: string): string {
         attempts, lock_token, locked_until
     ), intent AS (
       INSERT INTO ${charges} (merchant_id, id, customer_id, amount_minor, currency, description,
-        metadata, provider_key, status, authorized_only)
+        metadata, provider_key, status, authorized_only, operation)
       SELECT i.merchant_id, i.charge_id, i.customer_id, i.amount_minor, i.currency,
-        i.description, i.metadata, i.provider_key, 'reserved', i.authorized_only
+        i.description, i.metadata, i.provider_key, 'reserved', i.authorized_only, i.operation
       FROM claimed cl
       JOIN input i ON i.merchant_id = cl.merchant_id AND i.operation = cl.operation
         AND i.key = cl.key AND i.charge_id = cl.charge_id

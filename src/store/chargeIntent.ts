@@ -4,6 +4,8 @@ import type { Tables } from './tables.js';
 /** The local charge intent, written before money moves. */
 export type ChargeIntent = {
   merchantId: string;
+  /** The operation of the charge's key: its refunds and captures go through engines of it. */
+  operation: string;
   providerKey: string;
   customerId: string;
   amountMinor: number;
@@ -26,11 +28,11 @@ export function insertChargeIntent(
 ): FragmentSqlToken {
   return sql.fragment`
     INSERT INTO ${tables.charges} (merchant_id, id, customer_id, amount_minor, currency,
-      description, metadata, provider_key, status, authorized_only)
+      description, metadata, provider_key, status, authorized_only, operation)
     SELECT ${intent.merchantId}, charge_id, ${intent.customerId}, ${intent.amountMinor},
       ${intent.currency}, ${intent.description},
       ${intent.metadata === null ? null : sql.jsonb(intent.metadata)}, ${intent.providerKey},
-      'reserved', ${intent.authorizedOnly}
+      'reserved', ${intent.authorizedOnly}, ${intent.operation}
     FROM ${source}
     RETURNING id`;
 }

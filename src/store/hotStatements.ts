@@ -76,9 +76,9 @@ function claimText(keys: string, charges: string): string {
       RETURNING charge_id
     ), intent AS (
       INSERT INTO ${charges} (merchant_id, id, customer_id, amount_minor, currency, description,
-        metadata, provider_key, status, authorized_only)
+        metadata, provider_key, status, authorized_only, operation)
       SELECT $1::text, charge_id, $10::text, $11::bigint, $12::text, $13::text, $14::jsonb,
-        $15::text, 'reserved', $16::boolean
+        $15::text, 'reserved', $16::boolean, $2::text
       FROM claimed
       WHERE $6::boolean
       RETURNING id

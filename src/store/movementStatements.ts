@@ -43,7 +43,7 @@ export type MovementStatements = { claim: PreparedStatement; complete: PreparedS
  *
  * Parameters: merchant, operation, key, request hash, canonical request, movement id, lock token,
  * lease ms, kind (`refund`/`capture`), charge id, amount (null: a capture of all), reason,
- * provider key.
+ * provider key, the engine's operation (a charge of another is read as not found).
  */
 function claimText(keys: string, charges: string, movements: string): string {
   return `
@@ -87,6 +87,8 @@ function claimText(keys: string, charges: string, movements: string): string {
         c.provider_charge_id
       FROM ${charges} c
       WHERE c.merchant_id = $1::text AND c.id = $10::uuid
+        -- A charge of another operation is another provider's: not found here.
+        AND (c.operation IS NULL OR c.operation = $14::text)
         AND EXISTS (SELECT 1 FROM claimed) AND EXISTS (SELECT 1 FROM row_wait)
       FOR NO KEY UPDATE
     ), held AS (

@@ -61,6 +61,11 @@ export type MovementClaimInput = ScopedKey & {
   amountMinor: number | null;
   reason: string | null;
   providerKey: string;
+  /**
+   * The engine's operation: a charge made under another is not found (its provider is another's),
+   * unless it predates the column (null: any engine's).
+   */
+  chargeOperation: string;
 };
 
 export type MovementClaim =
@@ -117,6 +122,7 @@ export async function claimMovement(
     input.amountMinor,
     input.reason,
     input.providerKey,
+    input.chargeOperation,
   ]);
   if (row?.claimed === true) {
     return {

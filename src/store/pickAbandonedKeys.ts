@@ -46,20 +46,36 @@ const abandonedRow = z.object({
 /**
  * Picks up to `limit` unfinished keys of the given operations whose lease ran out (or was released) at
  * least `graceMs` ago, and takes each one's lease with a fresh token, in
- * one statement. `FOR UPDATE SKIP LOCKED` lets any number of sweepers run at once: each takes
+ * one statement. A refund or capture key is picked only when its charge was made under
+ * `chargeOperation` (or before charges recorded theirs): a charge of another operation is another
+ * engine's, whose provider made it and its movements; this engine's provider would find none of
+ * them, and the sweeper would cancel a refund that went through. `FOR UPDATE SKIP LOCKED` lets any number of sweepers run at once: each takes
  * different keys, and a key taken is invisible to the others until its new lease runs out.
  */
 export async function pickAbandonedKeys(
   db: CommonQueryMethods,
   tables: Tables,
-  options: { operations: readonly string[]; limit: number; graceMs: number; leaseMs: number },
+  options: {
+    operations: readonly string[];
+    chargeOperation: string;
+    limit: number;
+    graceMs: number;
+    leaseMs: number;
+  },
 ): Promise<AbandonedKey[]> {
   const rows = await db.any(sql.type(abandonedRow)`
     WITH picked AS (
       SELECT merchant_id, operation, key
-      FROM ${tables.keys}
+      FROM ${tables.keys} k
       WHERE recovery_point IN ('started', 'reserved')
         AND operation = ANY(${sql.array(options.operations, 'text')})
+        AND NOT EXISTS (
+          SELECT 1 FROM ${tables.movements} m
+          JOIN ${tables.charges} c ON c.merchant_id = m.merchant_id AND c.id = m.charge_id
+          WHERE k.operation IN ('refund', 'capture')
+            AND m.merchant_id = k.merchant_id AND m.id = k.charge_id
+            AND c.operation <> ${options.chargeOperation}
+        )
         -- Idle for graceMs past the end of its lease (or past its release): room for the
         -- client's own retry, and for a provider call still in flight when the lease ended.
         AND (CASE WHEN lock_token IS NULL THEN updated_at ELSE locked_until END)

@@ -76,6 +76,7 @@ export const LATER_COLUMNS: ReadonlySet<string> = new Set([
   'provider_movement_id',
   'failure_code',
   'sweeps',
+  'operation',
 ]);
 
 /**

@@ -189,6 +189,7 @@ describe("a refund's claim that loses its key's race inside a transaction", () =
       100,
       null,
       `pk-${randomUUID()}`,
+      'charge',
     ];
     const holder = new pg.Client({ connectionString: db.url });
     const loser = new pg.Client({ connectionString: db.url });
