@@ -271,16 +271,18 @@ export class ChargeRejectedError extends ChargeOnceError {
   readonly body: string;
 
   /**
-   * @throws {RangeError} unless `status` is an HTTP status (an integer from 200 to 599) and
-   * `body` a string: it is stored and replayed for as long as the key lives.
+   * @throws {InvalidConfigurationError} unless `status` is an HTTP status (an integer from 200 to
+   * 599) and `body` a string: it is stored and replayed for as long as the key lives.
    */
   constructor(status: number, body: string) {
     if (!Number.isInteger(status) || status < 200 || status > 599) {
-      throw new RangeError(
+      throw new InvalidConfigurationError(
         `ChargeRejectedError needs an HTTP status from 200 to 599, got ${status}`,
       );
     }
-    if (typeof body !== 'string') throw new RangeError('ChargeRejectedError needs a string body');
+    if (typeof body !== 'string') {
+      throw new InvalidConfigurationError('ChargeRejectedError needs a string body');
+    }
     super('charge_rejected', status, `The charge was rejected with status ${status}.`);
     this.status = status;
     this.body = body;

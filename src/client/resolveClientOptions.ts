@@ -145,6 +145,10 @@ export type ResolvedClientOptions = ReturnType<typeof resolveClientOptions>;
  * value that fetch would refuse.
  */
 export function resolveClientOptions(options: ChargeClientOptions) {
+  // Called from JavaScript without options: said as configuration, not a TypeError.
+  if (typeof options !== 'object' || options === null) {
+    throw new InvalidConfigurationError('createChargeClient needs options, with baseUrl');
+  }
   const url = chargeUrl(options.baseUrl, options.path ?? DEFAULTS.path);
   const numbers = {
     retries: checkNumberOption('retries', options.retries ?? DEFAULTS.retries),

@@ -63,7 +63,8 @@ export function createChargeHandler(
   second?: ChargeHandlerOptions,
 ): ChargeHandler {
   const [engine, options] =
-    second === undefined && 'engine' in first
+    // `first` may be missing altogether, from JavaScript: the options' check then says so.
+    second === undefined && typeof first === 'object' && first !== null && 'engine' in first
       ? [first.engine, first as ChargeHandlerOptions]
       : [first as ChargeEdgeEngine, second as ChargeHandlerOptions];
   const config = resolveEdgeOptions(options);

@@ -159,6 +159,8 @@ export async function resolvePool(input: PoolInput): Promise<StorePools> {
       }),
     };
   }
+  // Called from JavaScript without one (`migrate()`): said as configuration, not a TypeError.
+  if (typeof input !== 'object' || input === null) throw notAPool();
   if (isSlonikPool(input)) {
     return { slonik: input as unknown as DatabasePool, pg: null, end: async () => {} };
   }
@@ -166,7 +168,11 @@ export async function resolvePool(input: PoolInput): Promise<StorePools> {
     const slonik = await slonikOver(input);
     return { slonik, pg: input, end: once(() => slonik.end()) };
   }
-  throw new InvalidConfigurationError(
+  throw notAPool();
+}
+
+function notAPool(): InvalidConfigurationError {
+  return new InvalidConfigurationError(
     'pool must be a connection string, a node-postgres Pool or a slonik pool',
   );
 }

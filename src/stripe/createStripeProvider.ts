@@ -91,7 +91,7 @@ export const STRIPE_IDEMPOTENCY_WINDOW_MS = 24 * 3_600_000;
  * @throws {InvalidConfigurationError} no Stripe client, or an option out of range.
  */
 export function createStripeProvider(options: StripeProviderOptions): StripeProvider {
-  const { stripe } = options;
+  const { stripe } = (options ?? {}) as Partial<StripeProviderOptions>;
   if (
     typeof stripe?.charges?.create !== 'function' ||
     typeof stripe?.refunds?.create !== 'function'

@@ -44,10 +44,12 @@ describe('error taxonomy', () => {
   });
 
   it('refuses a rejection status that could not be replayed', () => {
-    expect(() => new ChargeRejectedError(42, '{}')).toThrow(RangeError);
-    expect(() => new ChargeRejectedError(409.5, '{}')).toThrow(RangeError);
-    expect(() => new ChargeRejectedError(600, '{}')).toThrow(RangeError);
-    expect(() => new ChargeRejectedError(409, {} as unknown as string)).toThrow(RangeError);
+    expect(() => new ChargeRejectedError(42, '{}')).toThrow(InvalidConfigurationError);
+    expect(() => new ChargeRejectedError(409.5, '{}')).toThrow(InvalidConfigurationError);
+    expect(() => new ChargeRejectedError(600, '{}')).toThrow(InvalidConfigurationError);
+    expect(() => new ChargeRejectedError(409, {} as unknown as string)).toThrow(
+      InvalidConfigurationError,
+    );
     expect(new ChargeRejectedError(409, '{}').status).toBe(409);
   });
 
