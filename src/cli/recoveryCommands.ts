@@ -72,7 +72,14 @@ export async function sweepCommand(options: RecoveryCommandOptions, print: Print
 
 /** `chargeonce reap`: reaps completed keys past retention to tombstones, purges old tombstones. */
 export async function reapCommand(options: RecoveryCommandOptions, print: Print): Promise<void> {
+  let passed: { retentionMs: number; tombstoneRetentionMs: number } | undefined;
   const engine = createChargeEngine({
+    onEvent: (event) => {
+      if (event.type === 'reaped') {
+        const { retentionMs, tombstoneRetentionMs } = event;
+        passed = { retentionMs, tombstoneRetentionMs };
+      }
+    },
     pool: options.databaseUrl,
     provider: noProvider,
     ...(options.schema ? { schema: options.schema } : {}),
@@ -83,10 +90,34 @@ export async function reapCommand(options: RecoveryCommandOptions, print: Print)
   });
   try {
     const reaped = await engine.reap({ limit: options.limit ?? Number.MAX_SAFE_INTEGER });
-    print(options.json ? JSON.stringify({ reaped }) : `reaped to tombstones: ${reaped}`);
+    // The windows the pass kept keys for: the longest any engine of the schema recorded, which
+    // a shorter --retention-ms does not lower (a reap of nothing says why).
+    const windows = passed ?? { retentionMs: 0, tombstoneRetentionMs: 0 };
+    if (options.json) print(JSON.stringify({ reaped, ...windows }));
+    else {
+      print(
+        `reaped to tombstones: ${reaped} (completed keys kept ${durationText(windows.retentionMs)}, ` +
+          `tombstones ${durationText(windows.tombstoneRetentionMs)}: the longest windows ` +
+          'recorded in retention_windows)',
+      );
+    }
   } finally {
     await engine.close();
   }
+}
+
+/** A whole number of the largest unit that fits: `72 h`, `30 d`, `1500 ms`. */
+export function durationText(ms: number): string {
+  const units: [number, string][] = [
+    [86_400_000, 'd'],
+    [3_600_000, 'h'],
+    [60_000, 'min'],
+    [1_000, 's'],
+  ];
+  for (const [size, name] of units) {
+    if (ms >= size && ms % size === 0) return `${ms / size} ${name}`;
+  }
+  return `${ms} ms`;
 }
 
 /** `chargeonce status`: keys per recovery point, abandoned and stuck keys, oldest unfinished. */

@@ -56,7 +56,17 @@ export type ChargeOnceEvent =
   /** One sweep pass ended. */
   | { type: 'swept'; result: SweepResult; durationMs: number }
   /** One reap pass ended. */
-  | { type: 'reaped'; reaped: number; durationMs: number };
+  | {
+      type: 'reaped';
+      reaped: number;
+      durationMs: number;
+      /**
+       * The windows the pass kept keys and tombstones for: the longest any engine of the schema
+       * recorded, this one's included (see Retention in the README).
+       */
+      retentionMs: number;
+      tombstoneRetentionMs: number;
+    };
 
 /** The `type`s of {@link ChargeOnceEvent}. */
 export type ChargeOnceEventType = ChargeOnceEvent['type'];

@@ -1,6 +1,6 @@
 import { countOption } from '../countOption.js';
 import { purgeTombstones, reapCompletedKeys } from '../store/reapCompletedKeys.js';
-import { longestRetention } from '../store/retentionWindows.js';
+import { longestRetention, type RetentionWindows } from '../store/retentionWindows.js';
 import { withStore } from '../store/storeErrors.js';
 import type { EngineEnv } from '../engine/engineEnv.js';
 
@@ -35,16 +35,25 @@ export async function reap(env: EngineEnv, options: ReapOptions = {}): Promise<n
   const limit = countOption('limit', options.limit, 10_000);
   const batchSize = countOption('batchSize', options.batchSize, 1_000);
   const startedAt = performance.now();
-  const reaped = await env.observer.span('chargeonce.reap', {}, async (span) => {
-    const count = await reapPass(env, limit, Math.min(batchSize, limit));
-    span?.setAttribute('chargeonce.reaped', count);
-    return count;
+  const { reaped, windows } = await env.observer.span('chargeonce.reap', {}, async (span) => {
+    const pass = await reapPass(env, limit, Math.min(batchSize, limit));
+    span?.setAttribute('chargeonce.reaped', pass.reaped);
+    return pass;
   });
-  env.observer.event({ type: 'reaped', reaped, durationMs: performance.now() - startedAt });
+  env.observer.event({
+    type: 'reaped',
+    reaped,
+    durationMs: performance.now() - startedAt,
+    ...windows,
+  });
   return reaped;
 }
 
-async function reapPass(env: EngineEnv, limit: number, batchSize: number): Promise<number> {
+async function reapPass(
+  env: EngineEnv,
+  limit: number,
+  batchSize: number,
+): Promise<{ reaped: number; windows: RetentionWindows }> {
   const pool = await env.pool();
   const inBatches = async (batch: (size: number) => Promise<number>) => {
     let done = 0;
@@ -73,5 +82,5 @@ async function reapPass(env: EngineEnv, limit: number, batchSize: number): Promi
       batchSize: size,
     }),
   );
-  return reaped;
+  return { reaped, windows };
 }

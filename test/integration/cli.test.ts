@@ -11,6 +11,7 @@ import {
 } from '../support/testDatabase.js';
 import { aRequest, seedAbandonedKeys } from '../support/charges.js';
 import { failKey } from '../../src/store/failKey.js';
+import { declareRetention } from '../../src/store/retentionWindows.js';
 import { closedPortUrl } from '../support/closedPortUrl.js';
 
 const run = promisify(execFile);
@@ -55,7 +56,26 @@ describe('chargeonce command', () => {
       UPDATE ${db.tables.keys} SET completed_at = now() - interval '100 hours'
       WHERE merchant_id = 'm_cli'`);
     const reaped = await cli('reap', '--database-url', db.url, '--json');
-    expect(JSON.parse(reaped.stdout)).toEqual({ reaped: 4 });
+    // With the windows it kept keys for: its own, the defaults (no serving engine recorded any).
+    expect(JSON.parse(reaped.stdout)).toEqual({
+      reaped: 4,
+      retentionMs: 72 * 3_600_000,
+      tombstoneRetentionMs: 30 * 86_400_000,
+    });
+    // A shorter window asked for does not lower what a serving engine recorded; the line says so.
+    await declareRetention(db.pool, db.tables, 'charge', {
+      retentionMs: 72 * 3_600_000,
+      tombstoneRetentionMs: 30 * 86_400_000,
+    });
+    try {
+      const shorter = await cli('reap', '--database-url', db.url, '--retention-ms', '1000');
+      expect(shorter.stdout).toBe(
+        'reaped to tombstones: 0 (completed keys kept 3 d, tombstones 30 d: the longest windows ' +
+          'recorded in retention_windows)\n',
+      );
+    } finally {
+      await db.pool.query(sql.unsafe`DELETE FROM ${db.tables.retentionWindows}`);
+    }
 
     // Tombstones stay, so a late retry is refused rather than charged again.
     const left = await db.pool.oneFirst(sql.type(z.object({ n: z.number() }))`

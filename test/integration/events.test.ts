@@ -190,7 +190,14 @@ describe('events', () => {
       { type: 'requeued', merchantId, operation: 'charge', key: stuck, by: 'ops@example' },
     ]);
     expect(ofType('reaped')).toEqual([
-      { type: 'reaped', reaped: 1, durationMs: expect.any(Number) as number },
+      {
+        type: 'reaped',
+        reaped: 1,
+        durationMs: expect.any(Number) as number,
+        // The engine's default windows: none longer recorded in this database.
+        retentionMs: 72 * 3_600_000,
+        tombstoneRetentionMs: 30 * 86_400_000,
+      },
     ]);
   });
 
