@@ -91,11 +91,14 @@ const engine = createChargeEngine({
 const chargeHandler = createChargeHandler(engine, {
   authenticate,
   // One line for the 5xx chargeonce meant (a provider or database out of reach, a parked key):
-  // with PROVIDER_FAULTS on they are many. Anything else keeps its stack.
-  onError: (error) => {
+  // with PROVIDER_FAULTS on they are many. It names the request and its key, for `inspect`.
+  // Anything else keeps its stack.
+  onError: (error, req) => {
+    const key = req.headers['idempotency-key'];
+    const request = `${req.method ?? '?'} ${req.url ?? '?'}${typeof key === 'string' ? ` key ${key}` : ''}`;
     if (error instanceof ChargeOnceError) {
-      console.error(`answered ${error.httpStatus} ${error.code}: ${error.message}`);
-    } else console.error('the charge handler answered 500:', error);
+      console.error(`answered ${error.httpStatus} ${error.code} to ${request}: ${error.message}`);
+    } else console.error(`the charge handler answered 500 to ${request}:`, error);
   },
 });
 
