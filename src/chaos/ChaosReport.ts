@@ -145,6 +145,11 @@ export type ChaosReport = {
   /** Attempts set to stall past their lease, and attempts that stepped their wall clock first. */
   stalls: number;
   /**
+   * Of the stalls, those that suspended their whole process instead, its monotonic clock stopped
+   * while the wall clock (and PostgreSQL's) ran on: a VM paused, a host asleep.
+   */
+  suspends: number;
+  /**
    * Claims held uncommitted while their request was sent again (`holdRate`), and how each retry
    * was answered: with a 409 while the claim was held (`answered`); only once the hold ended
    * (`blocked`, a failure: it waited on the key for as long as the holder's transaction lasted);

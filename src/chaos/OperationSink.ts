@@ -15,6 +15,8 @@ export type AttemptEvent = {
   key: string;
   /** The attempt was set to stall past its lease somewhere. */
   stalled: boolean;
+  /** Its stall was set to suspend its whole process, the monotonic clock stopped. */
+  suspended: boolean;
   /** The attempt stepped its process's wall clock first. */
   clockStepped: boolean;
   /** A second submission of the request, sent alongside its first attempt and never retried. */

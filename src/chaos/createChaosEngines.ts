@@ -1,3 +1,4 @@
+import { chaosHostClock } from './hostSuspend.js';
 import { createChargeEngine, type ChargeEngine } from '../engine/createChargeEngine.js';
 import type { PaymentProvider } from '../provider/PaymentProvider.js';
 import type { PgPoolLike } from '../store/pgPoolLike.js';
@@ -110,6 +111,8 @@ export async function createChaosEngines(settings: ChaosEngineSettings): Promise
         separateClaim,
         inProgress: waits ? { waitMs: settings.waitMs } : 'reject',
         faults: router.faults,
+        // The host's clock, with the suspends the faults inject hidden from its monotonic part.
+        clock: chaosHostClock(),
         onEvent: router.onEvent,
         ...(role === 'hold' ? { hooks: { ...reserve, refund: reserve, capture: reserve } } : {}),
       });

@@ -32,6 +32,7 @@ export type ChaosTally = {
     retryableErrors: Record<string, number>;
     crashes: { total: number; byPoint: Record<CrashPoint, number>; onMovements: number };
     stalls: number;
+    suspends: number;
     holds: HoldCounts;
     clockSteps: number;
     replays: number;
@@ -61,6 +62,7 @@ export function createChaosTally(plan: ChaosPlan): ChaosTally {
   let crashTotal = 0;
   let movementCrashes = 0;
   let stalls = 0;
+  let suspends = 0;
   let clockSteps = 0;
   let duplicates = 0;
   const waits = { waited: 0, woken: 0, answered: 0, timedOut: 0, failed: 0 };
@@ -88,6 +90,7 @@ export function createChaosTally(plan: ChaosPlan): ChaosTally {
     attempt(event) {
       attempts += 1;
       if (event.stalled) stalls += 1;
+      if (event.suspended) suspends += 1;
       if (event.clockStepped) clockSteps += 1;
       if (event.wait !== null) {
         waits.waited += 1;
@@ -189,6 +192,7 @@ export function createChaosTally(plan: ChaosPlan): ChaosTally {
       retryableErrors: { ...retryableErrors },
       crashes: { total: crashTotal, byPoint: { ...byPoint }, onMovements: movementCrashes },
       stalls,
+      suspends,
       holds: { ...holds },
       clockSteps,
       replays,

@@ -1,6 +1,7 @@
 import { setTimeout as sleep } from 'node:timers/promises';
 import { CRASH_POINTS, type CrashPoint, type FaultInjector } from '../engine/types.js';
 import { CHARGE_ROW_WAIT_MS } from '../store/movementStatements.js';
+import { suspendHost } from './hostSuspend.js';
 
 /** How one attempt is set up to fail, if at all. */
 export type AttemptFaults = {
@@ -9,6 +10,8 @@ export type AttemptFaults = {
   point: CrashPoint | null;
   /** Where the attempt stalls past its lease, if it does. */
   stall: StallPoint | null;
+  /** The stall suspends the attempt's whole process, its monotonic clock stopped (`suspendHost`). */
+  suspend: boolean;
   separateClaim: boolean;
   /**
    * The attempt's claim is held uncommitted (a slow `reserve` hook) while a second submission of
@@ -47,6 +50,9 @@ export type FaultRates = {
   providerTimeoutMs: number;
 };
 
+/** One stall in this many is a suspended host rather than a stalled attempt. */
+const SUSPEND_ONE_IN = 4;
+
 /** Share of attempts that claim on their own commit: only they can crash at `started`. */
 const SEPARATE_CLAIM_SHARE = 0.25;
 
@@ -67,14 +73,18 @@ export function createCrashInjector(random: () => number, rates: FaultRates): At
   // renewed) to a lease and a half (it is surely over).
   const shortest = Math.max(0, rates.leaseMs - rates.providerTimeoutMs);
   const stallMs = shortest + Math.floor(random() * (1.5 * rates.leaseMs - shortest));
+  // One stall in four suspends the host instead: read from the draw above, so that a seed's
+  // draws stay what they were.
+  const suspend = stall !== null && stallMs % SUSPEND_ONE_IN === 0;
   if (point === null && stall === null) {
-    return { faults: undefined, point, stall, separateClaim, hold, holdMs };
+    return { faults: undefined, point, stall, suspend, separateClaim, hold, holdMs };
   }
   let crashed = false;
   let stalled = false;
   return {
     point,
     stall,
+    suspend,
     separateClaim,
     hold,
     holdMs,
@@ -87,7 +97,9 @@ export function createCrashInjector(random: () => number, rates: FaultRates): At
       stall: (at) => {
         if (stalled || at !== stall) return undefined;
         stalled = true;
-        return sleep(stallMs);
+        if (!suspend) return sleep(stallMs);
+        suspendHost(stallMs);
+        return Promise.resolve();
       },
     },
   };

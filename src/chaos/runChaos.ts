@@ -383,6 +383,7 @@ async function runAgainst(
     retryableErrors: counts.retryableErrors,
     crashes: counts.crashes,
     stalls: counts.stalls,
+    suspends: counts.suspends,
     holds: counts.holds,
     clockSteps: counts.clockSteps,
     outages: { started: stats.outages, refusedRequests: stats.outageRefusals },

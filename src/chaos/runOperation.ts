@@ -93,6 +93,7 @@ async function runAttempts(
       merchantId: op.merchantId,
       key: op.key,
       stalled: drawn.stall !== null,
+      suspended: drawn.suspend,
       clockStepped,
       duplicate: false,
     };

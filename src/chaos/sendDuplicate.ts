@@ -33,6 +33,7 @@ export async function sendDuplicate(
     merchantId: op.merchantId,
     key: op.key,
     stalled: false,
+    suspended: false,
     clockStepped: false,
     duplicate: true,
   };

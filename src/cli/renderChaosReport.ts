@@ -46,7 +46,11 @@ export function renderChaosReport(report: ChaosReport): string[] {
     report.crashes.total,
     `${list(report.crashes.byPoint)}; in refunds and captures ${report.crashes.onMovements}`,
   );
-  row('stalls injected', report.stalls, 'attempts set to stall past their lease');
+  row(
+    'stalls injected',
+    report.stalls,
+    `attempts set to stall past their lease; ${report.suspends} of them suspend their process, its monotonic clock stopped`,
+  );
   row(
     'claims held',
     report.holds.held,

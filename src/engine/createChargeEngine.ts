@@ -45,7 +45,8 @@ import type { SharedAttempts } from './sharedAttempts.js';
 import { validateCaptureRequest, validateRefundRequest } from '../movementRequest.js';
 import { rejected } from '../rejected.js';
 import { REFUSED_AT_EDGE, type RefusalCounter } from './refusedAtEdge.js';
-import type { ChargeEngineOptions, ChargeOutcome, MonotonicClock } from './types.js';
+import { hostClock } from './hostClock.js';
+import type { ChargeEngineOptions, ChargeOutcome } from './types.js';
 import type {
   CaptureOutcome,
   CaptureRequest,
@@ -179,9 +180,6 @@ const DEFAULTS = {
   retentionMs: 72 * 3_600_000,
   tombstoneRetentionMs: 30 * 24 * 3_600_000,
 } as const;
-
-/** performance.now(): monotonic, unmoved by wall-clock steps. */
-const MONOTONIC_CLOCK: MonotonicClock = { now: () => performance.now() };
 
 /** How often the unfinished-key gauges may query `status()`: never on every scrape. */
 const KEY_GAUGE_SAMPLE_MS = 15_000;
@@ -445,7 +443,8 @@ function buildEnv(options: ChargeEngineOptions): EngineEnv {
       `tombstoneRetentionMs (${tombstoneRetentionMs}) must exceed retentionMs (${retentionMs}): a reaped key must stay refused for longer than it replayed`,
     );
   }
-  const clock = options.clock ?? MONOTONIC_CLOCK;
+  // One per engine: it keeps what it has read (see hostClock).
+  const clock = options.clock ?? hostClock();
   if (typeof clock?.now !== 'function') {
     throw new InvalidConfigurationError('clock must have a now() function');
   }

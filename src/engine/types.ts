@@ -114,9 +114,11 @@ export type FaultInjector = {
 };
 
 /**
- * A monotonic clock in milliseconds (`performance.now()` by default): the engine measures leases
- * and provider budgets on it, never on the wall clock, so a clock step cannot stretch them.
- * Tests inject one to move time forward together with the leases they expire in SQL.
+ * A monotonic clock in milliseconds: the engine measures leases and provider budgets on it. By
+ * default `performance.now()` plus any time it missed while the host was suspended, read from
+ * the wall clock's lead (see the README's Guarantee 2): a wall-clock step back cannot stretch a
+ * lease or a budget, and a step forward only shortens them. Tests inject one to move time
+ * forward together with the leases they expire in SQL.
  */
 export type MonotonicClock = { now(): number };
 

@@ -11,7 +11,7 @@ afterAll(async () => {
 });
 
 // The faults at the edges of time, all at once and at high rates: attempts stalled past their
-// lease while a sweeper runs, wall-clock steps, provider outages longer than maxAttempts, a
+// lease while a sweeper runs, hosts suspended (their monotonic clock stopped), wall-clock steps, provider outages longer than maxAttempts, a
 // reaper with a short retention while clients retry and come back late, and a provider that
 // charges the wrong amount or answers malformed. Each must fire, and nothing may break.
 describe('time faults', { timeout: 180_000 }, () => {
@@ -44,6 +44,7 @@ describe('time faults', { timeout: 180_000 }, () => {
     expect(report.ok).toBe(true);
     // Every fault really happened.
     expect(report.stalls).toBeGreaterThan(0);
+    expect(report.suspends).toBeGreaterThan(0);
     expect(report.clockSteps).toBeGreaterThan(0);
     expect(report.outages.started).toBeGreaterThan(0);
     expect(report.outages.refusedRequests).toBeGreaterThan(0);

@@ -16,6 +16,7 @@ import {
 import { createFakeProvider } from '../../src/testing/index.js';
 import { createTestDatabase, type TestDatabase } from '../support/testDatabase.js';
 import { aManualClock } from '../support/manualClock.js';
+import { hostClock } from '../../src/engine/hostClock.js';
 import {
   aKey,
   aRequest,
@@ -111,6 +112,48 @@ describe('the lease covers the provider call', () => {
     expect(swept).toMatchObject({ examined: 1, cancelled: 1 });
     expect(provider.calls.createCharge).toBe(0);
     expect(provider.ledger()).toHaveLength(0);
+    expect((await engine.processCharge(key, request)).status).toBe('cancelled');
+  });
+
+  it('a host suspended past the lease after the claim, the key taken meanwhile: on resume the attempt never calls the provider', async () => {
+    // Before: performance.now() stops while the host is suspended (a VM paused, a machine
+    // asleep) and PostgreSQL's clock does not; the resumed attempt found its lease fresh and
+    // called createCharge under a key the sweeper had cancelled. Charged, stored as cancelled.
+    const key = aKey();
+    const request = aRequest({ merchantId: 'm_tb_suspended_host' });
+    const sweeper = engineWith({ provider: createFakeProvider() });
+    let swept: SweepResult | null = null;
+    // The engine's own clock, over a host whose suspends the test decides.
+    let suspendedMs = 0;
+    const clock = hostClock({
+      monotonic: () => performance.now(),
+      wall: () => Date.now() + suspendedMs,
+    });
+    const provider = createFakeProvider();
+    const engine = engineWith({
+      provider,
+      clock,
+      faults: {
+        shouldCrash: () => false,
+        stall: (point: CrashPoint) =>
+          point === 'afterClaimCommit'
+            ? (async () => {
+                // Suspended for longer than the 30 s lease: it ends in the database, a sweeper
+                // takes the key and cancels it; the monotonic clock saw none of it.
+                await expireLease(db.pool, db.tables, request.merchantId, key);
+                swept = await sweeper.sweep();
+                suspendedMs += 31_000;
+              })()
+            : undefined,
+      },
+    });
+
+    await expect(engine.processCharge(key, request)).rejects.toBeInstanceOf(
+      IdempotencyKeyInUseError,
+    );
+
+    expect(swept).toMatchObject({ examined: 1, cancelled: 1 });
+    expect(provider.calls.createCharge).toBe(0);
     expect((await engine.processCharge(key, request)).status).toBe('cancelled');
   });
 
