@@ -64,12 +64,18 @@ export type StripeProviderOptions = {
   maxNetworkRetries?: number;
   /**
    * The SDK's timeout for each request. The adapter stops waiting when chargeonce's signal
-   * aborts, but the SDK has no abort of its own: set this near `providerTimeoutMs` so an
-   * abandoned request is torn down, too.
-   * @defaultValue the client's own (the SDK's: 80 s)
+   * aborts, but the SDK has no abort of its own: an abandoned request lives on until this, and
+   * the sweeper's grace must outlast it (a request that reaches Stripe after the sweeper looked
+   * and cancelled is a lost charge). Keep it near the engine's `providerTimeoutMs` (raise both
+   * together) and below its `sweepGraceMs`.
+   * @defaultValue `10_000`: the engine's default `providerTimeoutMs`, well inside its default
+   * grace (30 s); the SDK's own default, 80 s, is not
    */
   requestTimeoutMs?: number;
 };
+
+/** The SDK's timeout per request unless told: the engine's default provider budget. */
+export const DEFAULT_REQUEST_TIMEOUT_MS = 10_000;
 
 /** Stripe deduplicates a request under an idempotency key for at least 24 hours. */
 export const STRIPE_IDEMPOTENCY_WINDOW_MS = 24 * 3_600_000;
@@ -108,14 +114,10 @@ export function createStripeProvider(options: StripeProviderOptions): StripeProv
   requireNumber('clockSkewMs', clockSkewMs, 0);
   requireNumber('maxListPages', maxListPages, 1);
   requireNumber('maxNetworkRetries', maxNetworkRetries, 0);
-  if (options.requestTimeoutMs !== undefined) {
-    requireNumber('requestTimeoutMs', options.requestTimeoutMs, 1);
-  }
+  const requestTimeoutMs = options.requestTimeoutMs ?? DEFAULT_REQUEST_TIMEOUT_MS;
+  requireNumber('requestTimeoutMs', requestTimeoutMs, 1);
   const paymentSource = options.paymentSource ?? defaultPaymentSource;
-  const requestOptions = {
-    maxNetworkRetries,
-    ...(options.requestTimeoutMs === undefined ? {} : { timeout: options.requestTimeoutMs }),
-  };
+  const requestOptions = { maxNetworkRetries, timeout: requestTimeoutMs };
   const lookupState = { searchAvailable: lookup !== 'list' };
 
   return {

@@ -15,7 +15,7 @@ import { STRIPE_METADATA_KEYS } from './stripeCharge.js';
 import { untilAborted } from './untilAborted.js';
 
 /** The SDK's options on every request: its own retries and timeout. */
-export type StripeRequestOptions = { maxNetworkRetries: number; timeout?: number };
+export type StripeRequestOptions = { maxNetworkRetries: number; timeout: number };
 
 /** The refund and capture methods of the port, as the Stripe adapter implements them. */
 export type StripeMovementMethods = Required<
