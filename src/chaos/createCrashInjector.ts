@@ -48,6 +48,14 @@ export type FaultRates = {
   holdRate: number;
   leaseMs: number;
   providerTimeoutMs: number;
+  /**
+   * The longest a suspend lasts, or null for as long as a stall. A suspend freezes every attempt
+   * of the process, some between their lease check and their request leaving the process: past
+   * the lease margin plus the sweepers' grace (less the provider's latency), a sweeper elsewhere
+   * may look before such a request lands, which no engine can prevent (see the README's
+   * Guarantee 2). In process, the harness's sweeper is suspended with them.
+   */
+  suspendLongestMs: number | null;
 };
 
 /** One stall in this many is a suspended host rather than a stalled attempt. */
@@ -98,7 +106,7 @@ export function createCrashInjector(random: () => number, rates: FaultRates): At
         if (stalled || at !== stall) return undefined;
         stalled = true;
         if (!suspend) return sleep(stallMs);
-        suspendHost(stallMs);
+        suspendHost(Math.min(stallMs, rates.suspendLongestMs ?? stallMs));
         return Promise.resolve();
       },
     },

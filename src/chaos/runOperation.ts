@@ -20,6 +20,8 @@ export type ClientSettings = {
   crashRate: number;
   /** The chance an attempt stalls past its lease (see `ChaosOptions.stallRate`). */
   stallRate: number;
+  /** The longest a suspend lasts (see `FaultRates`), or null for as long as a stall. */
+  suspendLongestMs: number | null;
   /**
    * The chance an attempt's claim is held uncommitted while its request is sent again (see
    * `ChaosOptions.holdRate`).
