@@ -6,11 +6,7 @@
 -- it, and its sweeper, finding nothing, cancelled a refund that had gone through. A charge's
 -- refunds and captures now go through engines of its operation only: another engine's claim
 -- reads the charge as not found, and another engine's sweeper leaves its movements alone.
+--
+-- Only the column is added here (no rewrite, no wait): a charge made before this version is
+-- given the operation of the engine that first reserves a refund or capture of it, in that claim.
 ALTER TABLE charges ADD COLUMN operation text;
-
--- Charges made before this version, from their keys (tombstones keep the charge id). A charge
--- whose key is gone stays null: any engine may refund or capture it, as before.
-UPDATE charges c SET operation = k.operation
-FROM idempotency_keys k
-WHERE k.merchant_id = c.merchant_id AND k.charge_id = c.id
-  AND k.operation NOT IN ('refund', 'capture');

@@ -103,7 +103,7 @@ export function movementOperation(
     },
     replay: (state, v) => replayOf(state, v.request.chargeId),
     takeOver: async (env, input, lease, v, _state, scoped) => {
-      const taken = await takeOverMovement(await env.pool(), env.tables, input);
+      const taken = await takeOverMovement(await env.pool(), env.tables, input, env.operation);
       if (!taken) return null;
       return {
         from: 'reserved',

@@ -99,7 +99,10 @@ function claimText(keys: string, charges: string, movements: string): string {
       -- committed since), an unconditional sum broke \`charges_refunds_within_capture\`, and the
       -- claim failed. On the row finally written the two questions get the same answer.
       UPDATE ${charges} c
-      SET refund_reserved_minor = CASE WHEN $9::text = 'refund'
+      -- A charge made before charges recorded their operation belongs from now on to the
+      -- engine whose provider moves it: its sweepers, and only theirs, finish this movement.
+      SET operation = coalesce(c.operation, $14::text),
+        refund_reserved_minor = CASE WHEN $9::text = 'refund'
             AND c.refunded_minor + c.refund_reserved_minor + $11::bigint
               <= CASE WHEN c.authorized_only THEN coalesce(c.captured_minor, 0)
                  ELSE c.amount_minor END

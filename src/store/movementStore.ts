@@ -191,15 +191,24 @@ export type TakenMovement = {
 
 /**
  * Takes over an unfinished movement key whose lease ran out or was released, with a new lock
- * token; null when another attempt took it first or it completed meanwhile.
+ * token; null when another attempt took it first or it completed meanwhile, and when its
+ * movement is of a charge made under another operation than `chargeOperation`: that engine's
+ * provider made the movement, and its retries and sweepers finish it (a retry sent here is
+ * answered 409 once its races run out).
  */
 export async function takeOverMovement(
   db: CommonQueryMethods,
   tables: Tables,
   scoped: ScopedKey & { requestHash: string; lockToken: string; leaseMs: number },
+  chargeOperation: string,
 ): Promise<TakenMovement | null> {
+  const ownCharge = sql.fragment`NOT EXISTS (
+    SELECT 1 FROM ${tables.movements} m
+    JOIN ${tables.charges} c ON c.merchant_id = m.merchant_id AND c.id = m.charge_id
+    WHERE m.merchant_id = k.merchant_id AND m.id = k.charge_id
+      AND c.operation <> ${chargeOperation})`;
   const result = await db.query(sql.unsafe`
-    WITH ${takeOverCtes(tables, scoped)}
+    WITH ${takeOverCtes(tables, scoped, ownCharge)}
     SELECT t.charge_id::text AS movement_id, t.attempts, ${heldColumns}
     FROM taken t
     JOIN ${tables.movements} m ON m.merchant_id = t.merchant_id AND m.id = t.charge_id

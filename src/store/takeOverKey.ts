@@ -37,14 +37,15 @@ const takenRow = z.object({
  * and attempts. The UPDATE waits on the key's row for `KEY_LOCK_WAIT_MS` at most: a row another
  * transaction holds (a completion inside its `complete` hook) is an attempt in progress, and the
  * wait fails with 55P03 (see `isKeyLockWait`). For a statement of its own: the timeout lasts
- * until its transaction ends.
+ * until its transaction ends. `also`, a further condition on the key's row (`k`).
  */
 export function takeOverCtes(
   tables: Tables,
   scoped: ScopedKey & { requestHash: string; lockToken: string; leaseMs: number },
+  also: FragmentSqlToken = sql.fragment`true`,
 ): FragmentSqlToken {
   return sql.fragment`${TAKEOVER_LOCK_WAIT} taken AS (
-    UPDATE ${tables.keys}
+    UPDATE ${tables.keys} AS k
     SET lock_token = ${scoped.lockToken}::uuid,
         locked_until = ${nowPlusMs(scoped.leaseMs)},
         attempts = attempts + 1,
@@ -56,6 +57,7 @@ export function takeOverCtes(
       AND request_hash = ${scoped.requestHash}
       AND recovery_point IN ('started', 'reserved')
       AND (lock_token IS NULL OR locked_until <= now())
+      AND ${also}
     RETURNING merchant_id, recovery_point, charge_id, attempts)`;
 }
 

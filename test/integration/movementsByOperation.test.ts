@@ -1,10 +1,12 @@
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { sql } from 'slonik';
 import { z } from 'zod';
-import { createChargeEngine, ProviderUnavailableError } from '../../src/index.js';
+import {
+  createChargeEngine,
+  IdempotencyKeyInUseError,
+  ProviderUnavailableError,
+} from '../../src/index.js';
 import { createFakeProvider } from '../../src/testing/index.js';
-import { loadMigrations } from '../../src/store/migrate.js';
-import { rawSql } from '../../src/store/rawSql.js';
 import { aKey, answerOf, aRequest } from '../support/charges.js';
 import { createTestDatabase, type TestDatabase } from '../support/testDatabase.js';
 
@@ -136,61 +138,56 @@ describe("a refund or capture asked of another operation's engine", () => {
     expect(captured).toMatchObject({ status: 'succeeded' });
   });
 
-  it('goes through for a charge made before charges recorded their operation', async () => {
+  it('a charge made before charges recorded their operation belongs to the engine of its first refund', async () => {
     const merchantId = 'm_by_operation_legacy';
     const e = twoEngines();
-    // One provider for both here: a charge of old, which either engine may move.
-    const shared = createChargeEngine({
-      pool: db.pgPool,
-      provider: e.chargeProvider,
-      operation: 'subscription',
-    });
-    const charge = await shared.processCharge(aKey(), aRequest({ merchantId, amountMinor: 1000 }));
+    const charge = await e.subscriptions.processCharge(
+      aKey(),
+      aRequest({ merchantId, amountMinor: 1000 }),
+    );
+    // As a charge of a schema at version 12: no operation recorded.
     await db.pool.query(sql.unsafe`
       UPDATE ${db.tables.charges} SET operation = NULL WHERE id = ${charge.chargeId}::uuid`);
-    e.chargeProvider.failNextRefund('failAfterRefund');
+    e.subscriptionProvider.failNextRefund('failAfterRefund');
     const key = aKey();
     const request = { merchantId, chargeId: charge.chargeId, amountMinor: 300 };
-    expect(await answerOf(e.charges.processRefund(key, request))).toBeInstanceOf(
+    expect(await answerOf(e.subscriptions.processRefund(key, request))).toBeInstanceOf(
       ProviderUnavailableError,
     );
-    expect(await e.charges.sweep()).toMatchObject({ examined: 1, adopted: 1 });
-    expect(await e.charges.processRefund(key, request)).toMatchObject({
+    // The refund's claim gave the charge its engine's operation: the other sweeper leaves it.
+    expect(await operationOf(charge.chargeId)).toBe('subscription');
+    expect(await e.charges.sweep()).toMatchObject({ examined: 0 });
+    expect(e.chargeProvider.calls.findRefund).toBe(0);
+    expect(await e.subscriptions.sweep()).toMatchObject({ examined: 1, adopted: 1 });
+    expect(await e.subscriptions.processRefund(key, request)).toMatchObject({
       status: 'succeeded',
       replayed: true,
     });
   });
-});
 
-describe("migration 13's backfill", () => {
-  it("sets each charge's operation from its key, and leaves a charge without one null", async () => {
-    const merchantId = 'm_by_operation_backfill';
+  it("a retry of the other engine's unfinished refund is answered 409, its provider not asked", async () => {
+    const merchantId = 'm_by_operation_retry';
     const e = twoEngines();
-    const ofCharges = await e.charges.processCharge(aKey(), aRequest({ merchantId }));
-    const ofSubscriptions = await e.subscriptions.processCharge(aKey(), aRequest({ merchantId }));
-    await e.subscriptions.processRefund(aKey(), {
-      merchantId,
-      chargeId: ofSubscriptions.chargeId,
-      amountMinor: 100,
+    const charge = await e.subscriptions.processCharge(
+      aKey(),
+      aRequest({ merchantId, amountMinor: 1000 }),
+    );
+    e.subscriptionProvider.failNextRefund('failAfterRefund');
+    const key = aKey();
+    const request = { merchantId, chargeId: charge.chargeId, amountMinor: 300 };
+    expect(await answerOf(e.subscriptions.processRefund(key, request))).toBeInstanceOf(
+      ProviderUnavailableError,
+    );
+    // The same key, sent to the engine of the other operation: its lease is free to take.
+    expect(await answerOf(e.charges.processRefund(key, request))).toBeInstanceOf(
+      IdempotencyKeyInUseError,
+    );
+    expect(e.chargeProvider.calls.findRefund + e.chargeProvider.calls.createRefund).toBe(0);
+    // Its own engine takes it over and adopts the refund.
+    expect(await e.subscriptions.processRefund(key, request)).toMatchObject({
+      status: 'succeeded',
+      replayed: false,
     });
-    const orphanKey = aKey();
-    const orphan = await e.charges.processCharge(orphanKey, aRequest({ merchantId }));
-    await db.pool.query(sql.unsafe`
-      DELETE FROM ${db.tables.keys} WHERE merchant_id = ${merchantId} AND key = ${orphanKey}`);
-    // As a schema at version 12 had them: no operation on any charge.
-    await db.pool.query(sql.unsafe`
-      UPDATE ${db.tables.charges} SET operation = NULL WHERE merchant_id = ${merchantId}`);
-
-    const migration = (await loadMigrations()).find((m) => m.version === 13)!;
-    const backfill = migration.statements.filter((s) => /^\s*(--.*\n\s*)*UPDATE/.test(s));
-    expect(backfill).toHaveLength(1);
-    await db.pool.transaction(async (tx) => {
-      await tx.query(sql.unsafe`SELECT set_config('search_path', ${db.tables.schema}, true)`);
-      await tx.query(sql.unsafe(rawSql(backfill[0]!)));
-    });
-
-    expect(await operationOf(ofCharges.chargeId)).toBe('charge');
-    expect(await operationOf(ofSubscriptions.chargeId)).toBe('subscription');
-    expect(await operationOf(orphan.chargeId)).toBeNull();
+    expect(e.subscriptionProvider.calls.createRefund).toBe(1);
   });
 });

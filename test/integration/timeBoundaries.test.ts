@@ -16,7 +16,6 @@ import {
 import { createFakeProvider } from '../../src/testing/index.js';
 import { createTestDatabase, type TestDatabase } from '../support/testDatabase.js';
 import { aManualClock } from '../support/manualClock.js';
-import { hostClock } from '../../src/engine/hostClock.js';
 import {
   aKey,
   aRequest,
@@ -123,16 +122,11 @@ describe('the lease covers the provider call', () => {
     const request = aRequest({ merchantId: 'm_tb_suspended_host' });
     const sweeper = engineWith({ provider: createFakeProvider() });
     let swept: SweepResult | null = null;
-    // The engine's own clock, over a host whose suspends the test decides.
-    let suspendedMs = 0;
-    const clock = hostClock({
-      monotonic: () => performance.now(),
-      wall: () => Date.now() + suspendedMs,
-    });
     const provider = createFakeProvider();
+    // The engine's default clock: the wall clock shows the suspend on resume, as a host's does.
+    const realNow = Date.now.bind(Date);
     const engine = engineWith({
       provider,
-      clock,
       faults: {
         shouldCrash: () => false,
         stall: (point: CrashPoint) =>
@@ -142,7 +136,7 @@ describe('the lease covers the provider call', () => {
                 // takes the key and cancels it; the monotonic clock saw none of it.
                 await expireLease(db.pool, db.tables, request.merchantId, key);
                 swept = await sweeper.sweep();
-                suspendedMs += 31_000;
+                vi.spyOn(Date, 'now').mockImplementation(() => realNow() + 31_000);
               })()
             : undefined,
       },
