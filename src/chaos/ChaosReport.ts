@@ -146,7 +146,8 @@ export type ChaosReport = {
   stalls: number;
   /**
    * Of the stalls, those that suspended their whole process instead, its monotonic clock stopped
-   * while the wall clock (and PostgreSQL's) ran on: a VM paused, a host asleep.
+   * while the wall clock (and PostgreSQL's) ran on: a VM paused, a host asleep. One stall in four
+   * is to, when none of the process's provider calls is in flight (see `suspendHost`).
    */
   suspends: number;
   /**

@@ -15,7 +15,7 @@ export type AttemptEvent = {
   key: string;
   /** The attempt was set to stall past its lease somewhere. */
   stalled: boolean;
-  /** Its stall was set to suspend its whole process, the monotonic clock stopped. */
+  /** Its stall suspended its whole process, the monotonic clock stopped (see `suspendHost`). */
   suspended: boolean;
   /** The attempt stepped its process's wall clock first. */
   clockStepped: boolean;

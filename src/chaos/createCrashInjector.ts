@@ -10,8 +10,11 @@ export type AttemptFaults = {
   point: CrashPoint | null;
   /** Where the attempt stalls past its lease, if it does. */
   stall: StallPoint | null;
-  /** The stall suspends the attempt's whole process, its monotonic clock stopped (`suspendHost`). */
-  suspend: boolean;
+  /**
+   * Whether its stall suspended its whole process, the monotonic clock stopped (`suspendHost`),
+   * so far: one stall in four is to, when no provider call of the process is in flight.
+   */
+  suspended(): boolean;
   separateClaim: boolean;
   /**
    * The attempt's claim is held uncommitted (a slow `reserve` hook) while a second submission of
@@ -48,14 +51,6 @@ export type FaultRates = {
   holdRate: number;
   leaseMs: number;
   providerTimeoutMs: number;
-  /**
-   * The longest a suspend lasts, or null for as long as a stall. A suspend freezes every attempt
-   * of the process, some between their lease check and their request leaving the process: past
-   * the lease margin plus the sweepers' grace (less the provider's latency), a sweeper elsewhere
-   * may look before such a request lands, which no engine can prevent (see the README's
-   * Guarantee 2). In process, the harness's sweeper is suspended with them.
-   */
-  suspendLongestMs: number | null;
 };
 
 /** One stall in this many is a suspended host rather than a stalled attempt. */
@@ -84,15 +79,17 @@ export function createCrashInjector(random: () => number, rates: FaultRates): At
   // One stall in four suspends the host instead: read from the draw above, so that a seed's
   // draws stay what they were.
   const suspend = stall !== null && stallMs % SUSPEND_ONE_IN === 0;
+  let suspendedHost = false;
+  const suspended = () => suspendedHost;
   if (point === null && stall === null) {
-    return { faults: undefined, point, stall, suspend, separateClaim, hold, holdMs };
+    return { faults: undefined, point, stall, suspended, separateClaim, hold, holdMs };
   }
   let crashed = false;
   let stalled = false;
   return {
     point,
     stall,
-    suspend,
+    suspended,
     separateClaim,
     hold,
     holdMs,
@@ -105,9 +102,11 @@ export function createCrashInjector(random: () => number, rates: FaultRates): At
       stall: (at) => {
         if (stalled || at !== stall) return undefined;
         stalled = true;
-        if (!suspend) return sleep(stallMs);
-        suspendHost(Math.min(stallMs, rates.suspendLongestMs ?? stallMs));
-        return Promise.resolve();
+        if (suspend && suspendHost(stallMs)) {
+          suspendedHost = true;
+          return Promise.resolve();
+        }
+        return sleep(stallMs);
       },
     },
   };

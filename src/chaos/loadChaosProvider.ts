@@ -1,3 +1,4 @@
+import { countingProviderCalls } from './hostSuspend.js';
 import { isAbsolute, resolve } from 'node:path';
 import { pathToFileURL } from 'node:url';
 import { createHttpProvider } from '../provider/createHttpProvider.js';
@@ -66,7 +67,8 @@ export async function loadChaosProvider(
 ): Promise<LoadedChaosProvider> {
   if (moduleUrl === undefined) {
     return {
-      provider: createHttpProvider({ baseUrl }),
+      // Counted, as every provider of a chaos process is: a host is suspended only between calls.
+      provider: countingProviderCalls(createHttpProvider({ baseUrl })),
       ledger: undefined,
       movementLedger: undefined,
     };
@@ -86,7 +88,7 @@ export async function loadChaosProvider(
     }
   }
   return {
-    provider,
+    provider: countingProviderCalls(provider),
     ledger: ledger as (() => Promise<readonly ProviderLedgerEntry[]>) | undefined,
     movementLedger: movementLedger as (() => Promise<MovementLedger>) | undefined,
   };

@@ -1,4 +1,3 @@
-import { defaultLeaseMarginMs } from '../engine/leaseMargin.js';
 import { randomBytes } from 'node:crypto';
 import { setTimeout as sleep } from 'node:timers/promises';
 import type { PgPoolLike } from '../store/pgPoolLike.js';
@@ -202,8 +201,6 @@ async function runAgainst(
           ...client,
           ...planned,
           ...faultRates,
-          // The sweeper is suspended with the clients: a suspend lasts as long as a stall.
-          suspendLongestMs: null,
           engines,
           random: seededRandom(mixSeed(o.seed, STREAM.inProcess)),
         },
@@ -218,9 +215,6 @@ async function runAgainst(
         plan: {
           ...client,
           ...faultRates,
-          // A sweeper in another process runs on: a suspend lasts what the engines' lease
-          // margin covers (the sweepers' grace is the provider's latency, which it leaves).
-          suspendLongestMs: defaultLeaseMarginMs(o.leaseMs, o.providerTimeoutMs),
           planSize: plan.size,
           movementRate,
           databaseUrl: o.databaseUrl,
@@ -278,7 +272,6 @@ async function runAgainst(
     engines,
     crashRate: 0,
     stallRate: 0,
-    suspendLongestMs: null,
     holdRate: 0,
     clockStepRate: 0,
     abandonRate: 0,

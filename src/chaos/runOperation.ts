@@ -20,8 +20,6 @@ export type ClientSettings = {
   crashRate: number;
   /** The chance an attempt stalls past its lease (see `ChaosOptions.stallRate`). */
   stallRate: number;
-  /** The longest a suspend lasts (see `FaultRates`), or null for as long as a stall. */
-  suspendLongestMs: number | null;
   /**
    * The chance an attempt's claim is held uncommitted while its request is sent again (see
    * `ChaosOptions.holdRate`).
@@ -95,7 +93,10 @@ async function runAttempts(
       merchantId: op.merchantId,
       key: op.key,
       stalled: drawn.stall !== null,
-      suspended: drawn.suspend,
+      // Read as the attempt is reported (the event spreads this): whether its suspend fired.
+      get suspended() {
+        return drawn.suspended();
+      },
       clockStepped,
       duplicate: false,
     };

@@ -16,8 +16,6 @@ export type WorkerPlan = {
   concurrency: number;
   crashRate: number;
   stallRate: number;
-  /** The longest a suspend lasts here (see `FaultRates`). */
-  suspendLongestMs: number | null;
   holdRate: number;
   clockStepRate: number;
   abandonRate: number;

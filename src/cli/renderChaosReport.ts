@@ -49,7 +49,7 @@ export function renderChaosReport(report: ChaosReport): string[] {
   row(
     'stalls injected',
     report.stalls,
-    `attempts set to stall past their lease; ${report.suspends} of them suspend their process, its monotonic clock stopped`,
+    `attempts set to stall past their lease; ${report.suspends} of them suspended their process instead, its monotonic clock stopped`,
   );
   row(
     'claims held',

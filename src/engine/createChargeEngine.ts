@@ -46,7 +46,6 @@ import { validateCaptureRequest, validateRefundRequest } from '../movementReques
 import { rejected } from '../rejected.js';
 import { REFUSED_AT_EDGE, type RefusalCounter } from './refusedAtEdge.js';
 import { hostClock } from './hostClock.js';
-import { defaultLeaseMarginMs } from './leaseMargin.js';
 import type { ChargeEngineOptions, ChargeOutcome } from './types.js';
 import type {
   CaptureOutcome,
@@ -426,7 +425,8 @@ function buildEnv(options: ChargeEngineOptions): EngineEnv {
       `providerTimeoutMs (${providerTimeoutMs}) must be less than leaseMs (${leaseMs}): an attempt must have stopped waiting on the provider before its lease can be taken over`,
     );
   }
-  const leaseMarginMs = options.leaseMarginMs ?? defaultLeaseMarginMs(leaseMs, providerTimeoutMs);
+  const leaseMarginMs =
+    options.leaseMarginMs ?? Math.min(1_000, Math.floor((leaseMs - providerTimeoutMs) / 2));
   if (!(Number.isInteger(leaseMarginMs) && leaseMarginMs >= 0)) {
     throw new InvalidConfigurationError('leaseMarginMs must be a non-negative integer');
   }

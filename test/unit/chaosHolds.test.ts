@@ -3,13 +3,7 @@ import { createCrashInjector } from '../../src/chaos/createCrashInjector.js';
 import { resolveChaosOptions } from '../../src/chaos/resolveChaosOptions.js';
 import { InvalidConfigurationError } from '../../src/errors.js';
 
-const rates = {
-  crashRate: 0,
-  stallRate: 0,
-  leaseMs: 1_000,
-  providerTimeoutMs: 400,
-  suspendLongestMs: null,
-};
+const rates = { crashRate: 0, stallRate: 0, leaseMs: 1_000, providerTimeoutMs: 400 };
 
 /** A source of "random" numbers that counts its draws. */
 function draws(value: number) {
