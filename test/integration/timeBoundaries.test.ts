@@ -42,6 +42,12 @@ afterEach(() => {
   vi.restoreAllMocks();
 });
 
+/** Faults that hold the attempt up once its claim committed, while `meanwhile` runs. */
+const stallAfterClaim = (meanwhile: () => Promise<void>) => ({
+  shouldCrash: () => false,
+  stall: (point: CrashPoint) => (point === 'afterClaimCommit' ? meanwhile() : undefined),
+});
+
 const engineWith = (
   options: Partial<ChargeEngineOptions> & Pick<ChargeEngineOptions, 'provider'>,
 ) => createChargeEngine({ pool: db.pgPool, sweepGraceMs: 0, ...options });
@@ -90,18 +96,12 @@ describe('the lease covers the provider call', () => {
     const engine = engineWith({
       provider,
       clock,
-      faults: {
-        shouldCrash: () => false,
-        stall: (point: CrashPoint) =>
-          point === 'afterClaimCommit'
-            ? (async () => {
-                // The lease runs out while the acknowledgement is held up; a sweeper takes it.
-                await expireLease(db.pool, db.tables, request.merchantId, key);
-                clock.advance(30_000);
-                swept = await sweeper.sweep();
-              })()
-            : undefined,
-      },
+      faults: stallAfterClaim(async () => {
+        // The lease runs out while the acknowledgement is held up; a sweeper takes it.
+        await expireLease(db.pool, db.tables, request.merchantId, key);
+        clock.advance(30_000);
+        swept = await sweeper.sweep();
+      }),
     });
 
     await expect(engine.processCharge(key, request)).rejects.toBeInstanceOf(
@@ -127,19 +127,13 @@ describe('the lease covers the provider call', () => {
     const realNow = Date.now.bind(Date);
     const engine = engineWith({
       provider,
-      faults: {
-        shouldCrash: () => false,
-        stall: (point: CrashPoint) =>
-          point === 'afterClaimCommit'
-            ? (async () => {
-                // Suspended for longer than the 30 s lease: it ends in the database, a sweeper
-                // takes the key and cancels it; the monotonic clock saw none of it.
-                await expireLease(db.pool, db.tables, request.merchantId, key);
-                swept = await sweeper.sweep();
-                vi.spyOn(Date, 'now').mockImplementation(() => realNow() + 31_000);
-              })()
-            : undefined,
-      },
+      faults: stallAfterClaim(async () => {
+        // Suspended for longer than the 30 s lease: it ends in the database, a sweeper takes
+        // the key and cancels it; the monotonic clock saw none of it.
+        await expireLease(db.pool, db.tables, request.merchantId, key);
+        swept = await sweeper.sweep();
+        vi.spyOn(Date, 'now').mockImplementation(() => realNow() + 31_000);
+      }),
     });
 
     await expect(engine.processCharge(key, request)).rejects.toBeInstanceOf(
