@@ -147,7 +147,7 @@ export type ChaosReport = {
   /**
    * Of the stalls, those that suspended their whole process instead, its monotonic clock stopped
    * while the wall clock (and PostgreSQL's) ran on: a VM paused, a host asleep. One stall in four
-   * is to, when none of the process's provider calls is in flight (see `suspendHost`).
+   * is to, once none of the process's provider calls is in flight (see `suspendHost`).
    */
   suspends: number;
   /**

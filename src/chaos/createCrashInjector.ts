@@ -12,7 +12,7 @@ export type AttemptFaults = {
   stall: StallPoint | null;
   /**
    * Whether its stall suspended its whole process, the monotonic clock stopped (`suspendHost`),
-   * so far: one stall in four is to, when no provider call of the process is in flight.
+   * so far: one stall in four is to, once no provider call of the process is in flight.
    */
   suspended(): boolean;
   separateClaim: boolean;
@@ -102,15 +102,31 @@ export function createCrashInjector(random: () => number, rates: FaultRates): At
       stall: (at) => {
         if (stalled || at !== stall) return undefined;
         stalled = true;
-        if (suspend && suspendHost(stallMs)) {
-          suspendedHost = true;
-          return Promise.resolve();
-        }
-        return sleep(stallMs);
+        if (!suspend) return sleep(stallMs);
+        return suspendWhenIdle(stallMs).then((done) => {
+          suspendedHost = done;
+        });
       },
     },
   };
 }
+
+/**
+ * Stalls for `ms`: waits until none of the process's provider calls is in flight (see
+ * `suspendHost`), then suspends the process for what is left. False when no moment was free.
+ */
+async function suspendWhenIdle(ms: number): Promise<boolean> {
+  const until = performance.now() + ms;
+  for (;;) {
+    const left = until - performance.now();
+    if (left <= 0) return false;
+    if (suspendHost(left)) return true;
+    await sleep(Math.min(IDLE_POLL_MS, left));
+  }
+}
+
+/** How often a suspend looks for a moment with no provider call in flight. */
+const IDLE_POLL_MS = 2;
 
 function pickFrom<T>(items: readonly T[], random: () => number): T {
   return items[Math.floor(random() * items.length)] as T;
