@@ -107,7 +107,7 @@ export async function reapCommand(options: RecoveryCommandOptions, print: Print)
 }
 
 /** A whole number of the largest unit that fits: `72 h`, `30 d`, `1500 ms`. */
-export function durationText(ms: number): string {
+function durationText(ms: number): string {
   const units: [number, string][] = [
     [86_400_000, 'd'],
     [3_600_000, 'h'],

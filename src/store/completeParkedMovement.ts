@@ -2,10 +2,12 @@ import { z } from 'zod';
 import { sql, type CommonQueryMethods } from 'slonik';
 import { completeParkedUpdate } from './completeParkedKey.js';
 import type { ScopedKey } from './keyState.js';
-import { lockWaitCte } from './keyLockWait.js';
-import { CHARGE_ROW_WAIT_MS } from './movementStatements.js';
-import { rawSql } from './rawSql.js';
+import { CHARGE_ROW_WAIT_CTE } from './movementStatements.js';
+import { constantFragment } from './rawQuery.js';
 import type { Tables } from './tables.js';
+
+/** The wait on the charge's row, as the engine's completion's. */
+const CHARGE_ROW_WAIT = constantFragment(CHARGE_ROW_WAIT_CTE);
 
 /** The outcome a person resolved a parked refund or capture with, as it is stored. */
 export type ParkedMovementCompletion = ScopedKey & {
@@ -37,15 +39,13 @@ export type ParkedMovementCompletion = ScopedKey & {
  * takes. The session's own `lock_timeout`, if shorter, is kept, and put back for the hook's
  * statements that follow in the transaction.
  */
-const CHARGE_ROW_WAIT_CTE = sql.fragment(rawSql(lockWaitCte(String(CHARGE_ROW_WAIT_MS))));
-
 export async function completeParkedMovement(
   db: CommonQueryMethods,
   tables: Tables,
   input: ParkedMovementCompletion,
 ): Promise<{ completed: boolean; settled: boolean }> {
   return db.one(sql.type(z.object({ completed: z.boolean(), settled: z.boolean() }))`
-    WITH ${CHARGE_ROW_WAIT_CTE} done AS (${completeParkedUpdate(tables, input)}), moved AS (
+    WITH ${CHARGE_ROW_WAIT} done AS (${completeParkedUpdate(tables, input)}), moved AS (
       UPDATE ${tables.movements} m
       SET status = ${input.status}::text, provider_movement_id = ${input.providerMovementId},
         failure_code = ${input.failureCode}, updated_at = now()

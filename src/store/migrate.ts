@@ -6,7 +6,6 @@ import { sql, type DatabaseTransactionConnection } from 'slonik';
 import { SchemaVersionError } from '../errors.js';
 import { packageRoot } from '../packageRoot.js';
 import { resolvePool, type PoolInput } from './resolvePool.js';
-import { rawSql } from './rawSql.js';
 import { splitSqlStatements } from './splitSqlStatements.js';
 import { tablesIn, DEFAULT_SCHEMA } from './tables.js';
 import { withStore } from './storeErrors.js';
@@ -117,4 +116,10 @@ async function applyMigration(
   for (const statement of migration.statements) {
     await tx.query(sql.unsafe(rawSql(statement)));
   }
+}
+
+/** A template array holding one trusted statement from a migration file, for `sql.unsafe`. */
+function rawSql(statement: string): TemplateStringsArray {
+  // slonik checks for a frozen `raw`, as a real template literal has.
+  return Object.freeze(Object.assign([statement], { raw: Object.freeze([statement]) }));
 }

@@ -18,8 +18,11 @@ import type { Tables } from './tables.js';
  */
 export const CHARGE_ROW_WAIT_MS = 1_000;
 
-/** The completion's `lock_wait` CTE: the charge's row (and its own key) waited on that long. */
-const CHARGE_ROW_WAIT_CTE = lockWaitCte(String(CHARGE_ROW_WAIT_MS));
+/**
+ * The completions' `lock_wait` CTE (the engine's, and a person's resolve): the charge's row (and
+ * its own key) waited on that long.
+ */
+export const CHARGE_ROW_WAIT_CTE = lockWaitCte(String(CHARGE_ROW_WAIT_MS));
 
 /** The two statements of a fresh refund or capture, as of a charge, for one schema. */
 export type MovementStatements = { claim: PreparedStatement; complete: PreparedStatement };

@@ -10,6 +10,7 @@ import {
   type Row,
   type ScopedKey,
 } from './keyState.js';
+import { movementOfAnotherOperation } from './movementOwner.js';
 import { movementStatements } from './movementStatements.js';
 import type { PgPoolLike } from './pgPoolLike.js';
 import { rawQuery } from './rawQuery.js';
@@ -202,11 +203,7 @@ export async function takeOverMovement(
   scoped: ScopedKey & { requestHash: string; lockToken: string; leaseMs: number },
   chargeOperation: string,
 ): Promise<TakenMovement | null> {
-  const ownCharge = sql.fragment`NOT EXISTS (
-    SELECT 1 FROM ${tables.movements} m
-    JOIN ${tables.charges} c ON c.merchant_id = m.merchant_id AND c.id = m.charge_id
-    WHERE m.merchant_id = k.merchant_id AND m.id = k.charge_id
-      AND c.operation <> ${chargeOperation})`;
+  const ownCharge = sql.fragment`NOT ${movementOfAnotherOperation(tables, chargeOperation)}`;
   const result = await db.query(sql.unsafe`
     WITH ${takeOverCtes(tables, scoped, ownCharge)}
     SELECT t.charge_id::text AS movement_id, t.attempts, ${heldColumns}

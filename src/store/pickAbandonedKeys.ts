@@ -7,6 +7,7 @@ import {
   toReservation,
   type Reservation,
 } from './reservation.js';
+import { movementOfAnotherOperation } from './movementOwner.js';
 import type { Tables } from './tables.js';
 
 /** An abandoned key the sweeper now holds, with everything needed to finish it. */
@@ -69,13 +70,7 @@ export async function pickAbandonedKeys(
       FROM ${tables.keys} k
       WHERE recovery_point IN ('started', 'reserved')
         AND operation = ANY(${sql.array(options.operations, 'text')})
-        AND NOT EXISTS (
-          SELECT 1 FROM ${tables.movements} m
-          JOIN ${tables.charges} c ON c.merchant_id = m.merchant_id AND c.id = m.charge_id
-          WHERE k.operation IN ('refund', 'capture')
-            AND m.merchant_id = k.merchant_id AND m.id = k.charge_id
-            AND c.operation <> ${options.chargeOperation}
-        )
+        AND NOT ${movementOfAnotherOperation(tables, options.chargeOperation)}
         -- Idle for graceMs past the end of its lease (or past its release): room for the
         -- client's own retry, and for a provider call still in flight when the lease ended.
         AND (CASE WHEN lock_token IS NULL THEN updated_at ELSE locked_until END)
